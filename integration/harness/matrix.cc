@@ -1,0 +1,23 @@
+#include "harness/matrix.h"
+
+namespace goref::testing {
+
+std::vector<FixtureParam> all_versions() {
+  return versions_and_modes({BuildMode::kDefault});
+}
+
+std::vector<FixtureParam> versions_and_modes(const std::vector<BuildMode>& modes) {
+  std::vector<FixtureParam> out;
+  for (const auto& v : go_versions())
+    for (auto m : modes) out.push_back({v, m});
+  return out;
+}
+
+std::string param_name(const ::testing::TestParamInfo<FixtureParam>& info) {
+  std::string s = "go" + info.param.version + "_" + build_mode_name(info.param.mode);
+  for (auto& c : s)
+    if (c == '.') c = '_';
+  return s;
+}
+
+}  // namespace goref::testing

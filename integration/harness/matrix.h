@@ -1,0 +1,34 @@
+// Parameters for tests that run across the Go version × build mode matrix.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "harness/fixture.h"
+
+namespace goref::testing {
+
+struct FixtureParam {
+  std::string version;
+  BuildMode mode = BuildMode::kDefault;
+  [[nodiscard]] BuildSpec spec(const std::string& fixture) const {
+    return BuildSpec{fixture, version, mode, {}};
+  }
+};
+
+// gtest prints parameters with this (instead of a byte dump).
+inline void PrintTo(const FixtureParam& p, std::ostream* os) {
+  *os << "go" << p.version << "/" << build_mode_name(p.mode);
+}
+
+// Every listed version, default build mode.
+std::vector<FixtureParam> all_versions();
+// Every listed version × each of the given modes.
+std::vector<FixtureParam> versions_and_modes(const std::vector<BuildMode>& modes);
+
+// "go1_21_13_pie": a gtest-safe name.
+std::string param_name(const ::testing::TestParamInfo<FixtureParam>& info);
+
+}  // namespace goref::testing
