@@ -45,6 +45,12 @@ std::vector<Tid> FakeTarget::threads() const {
   return out;
 }
 
+std::optional<uint64_t> FakeTarget::auxv(uint64_t type) const {
+  auto it = auxv_.find(type);
+  if (it == auxv_.end()) return std::nullopt;
+  return it->second;
+}
+
 Result<Registers> FakeTarget::registers(Tid tid) const {
   for (const auto& [t, regs] : threads_)
     if (t == tid) return regs;

@@ -18,6 +18,7 @@ class FakeTarget final : public Target {
   void map(Addr addr, std::vector<std::byte> bytes, std::string path = {}, bool writable = true);
   void add_thread(Tid tid, Registers regs);
   void set_executable(std::string path) { exe_ = std::move(path); }
+  void set_auxv(uint64_t type, uint64_t value) { auxv_[type] = value; }
 
   Result<size_t> read_some(Addr addr, std::span<std::byte> buf) override;
   Kind kind() const override { return Kind::kFake; }
@@ -27,6 +28,7 @@ class FakeTarget final : public Target {
   std::vector<Tid> threads() const override;
   Result<Registers> registers(Tid tid) const override;
   std::string executable_path() const override { return exe_; }
+  std::optional<uint64_t> auxv(uint64_t type) const override;
 
  private:
   Arch arch_;
@@ -35,6 +37,7 @@ class FakeTarget final : public Target {
   std::vector<Mapping> mappings_;
   std::vector<std::pair<Tid, Registers>> threads_;
   std::string exe_;
+  std::map<uint64_t, uint64_t> auxv_;
 };
 
 }  // namespace goref::target

@@ -42,6 +42,11 @@ class Target : public Memory {
   // which works across mount namespaces).
   [[nodiscard]] virtual std::string executable_path() const = 0;
 
+  // A value from the process's ELF auxiliary vector (AT_ENTRY, AT_PHDR, ...): /proc/PID/auxv for
+  // a live process, NT_AUXV for a core. It is how the executable's load address is found without
+  // trusting paths, which differ across mount namespaces.
+  [[nodiscard]] virtual std::optional<uint64_t> auxv(uint64_t type) const;
+
   // The mapping containing addr, if any.
   [[nodiscard]] const Mapping* find_mapping(Addr addr) const;
 };
