@@ -120,6 +120,22 @@ Result<TypeInfo> Dwarf::info(TypeRef t) const {
   int tag = dwarf_tag(&d);
   ti.kind = kind_of(tag);
   if (auto k = attr_udata(&d, kAtGoKind)) ti.go_kind = static_cast<int64_t>(*k);
+  // For a named type Go adds a plain typedef of that name in front of the DIE that carries the
+  // kind (the struct for "main.probe", another typedef for "interface {}"); it has the kind of
+  // what it names.
+  if (tag == DW_TAG_typedef && ti.go_kind < 0) {
+    auto next = attr_ref(&d, DW_AT_type);
+    for (int i = 0; next && i < kMaxTypedefChain; ++i) {
+      Dwarf_Die n;
+      if (dwarf_offdie(impl_->dw, *next, &n) == nullptr) break;
+      if (auto k = attr_udata(&n, kAtGoKind)) {
+        ti.go_kind = static_cast<int64_t>(*k);
+        break;
+      }
+      if (dwarf_tag(&n) != DW_TAG_typedef) break;
+      next = attr_ref(&n, DW_AT_type);
+    }
+  }
   if (auto r = attr_ref(&d, DW_AT_type)) ti.target = TypeRef{*r};
   if (auto r = attr_ref(&d, kAtGoElem)) ti.go_elem = TypeRef{*r};
   if (auto r = attr_ref(&d, kAtGoKey)) ti.go_key = TypeRef{*r};

@@ -40,7 +40,7 @@ struct TypeInfo {
   TypeKind kind = TypeKind::kOther;
   uint64_t size = 0;  // 0 when unknown
   // DW_AT_go_kind: Go's reflect.Kind (slice 23, string 24, map 21, chan 18, interface 20, ...);
-  // -1 when absent.
+  // -1 when absent. A typedef without its own takes the kind of the type it names.
   int64_t go_kind = -1;
   std::optional<TypeRef> target;           // pointee / array element / typedef target
   std::optional<TypeRef> go_elem, go_key;  // DW_AT_go_elem / DW_AT_go_key
