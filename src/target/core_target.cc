@@ -83,6 +83,8 @@ std::string elf_type_phrase(uint16_t type) {
       return "an ELF shared object or PIE executable";
     case ET_REL:
       return "an ELF relocatable object";
+    case ET_CORE:
+      return "an ELF core file";
     default:
       return "an ELF file of type " + std::to_string(type);
   }
