@@ -4,8 +4,10 @@
 #include <dwarf.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -54,7 +56,18 @@ std::string libdw_error() {
 }
 
 // True when the ELF file has a .debug_info section (plain or the old .zdebug_ form).
-Result<bool> has_debug_info(Elf* elf, const std::string& path) {
+Result<bool> has_debug_info(Elf* elf, int fd, const std::string& path) {
+  // A cut-off file loses its section headers (they sit at the end): that is damage, not a
+  // binary built without DWARF, so it is reported as such.
+  struct stat st;
+  GElf_Ehdr eh;
+  size_t shnum = 0;
+  if (fstat(fd, &st) != 0 || gelf_getehdr(elf, &eh) == nullptr || elf_getshdrnum(elf, &shnum) != 0)
+    return Error(Errc::kBadFormat, path + ": unreadable ELF header: " + elf_errmsg(-1));
+  uint64_t fsize = static_cast<uint64_t>(st.st_size);
+  if (eh.e_shoff > fsize || shnum > (fsize - eh.e_shoff) / std::max<uint64_t>(eh.e_shentsize, 1))
+    return Error(Errc::kBadFormat, path + ": truncated: section headers at " + hex(eh.e_shoff) +
+                                       " lie beyond the end of the file (" + hex(fsize) + ")");
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0)
     return Error(Errc::kBadFormat, path + ": no section header string table: " + elf_errmsg(-1));
@@ -65,7 +78,12 @@ Result<bool> has_debug_info(Elf* elf, const std::string& path) {
     const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
     if (name == nullptr) continue;
     if (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0) {
-      return shdr.sh_type != SHT_NOBITS;  // a separate-debuginfo stub keeps NOBITS headers
+      if (shdr.sh_type == SHT_NOBITS) return false;  // a separate-debuginfo stub
+      if (shdr.sh_offset > fsize || shdr.sh_size > fsize - shdr.sh_offset)
+        return Error(Errc::kBadFormat, path + ": truncated: " + name +
+                                           " extends past the end of "
+                                           "the file");
+      return true;
     }
   }
   return false;
@@ -255,7 +273,7 @@ Result<std::unique_ptr<Dwarf>> Dwarf::open(const std::string& path) {
     return Error(Errc::kBadFormat, path + ": not an ELF file");
   const char* ident = elf_getident(impl->elf, nullptr);
   impl->big_endian = ident != nullptr && ident[EI_DATA] == ELFDATA2MSB;
-  auto has = has_debug_info(impl->elf, path);
+  auto has = has_debug_info(impl->elf, impl->fd, path);
   if (!has) return std::move(has).error();
   if (!*has)
     return Error(Errc::kNoDwarf,
