@@ -10,6 +10,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -297,6 +298,23 @@ TEST_P(DwarfByBuild, RuntimeLayoutsMatchMeasuredOnes) {
   ASSERT_TRUE(abi.has_value());
   EXPECT_EQ(dw_->info(*abi)->size, 48u);
   EXPECT_EQ(dw_->member(*abi, "Kind_")->offset, 23u);
+
+  // Go's source declares `type PtrType struct { Type; Elem *Type }`: Type is embedded.
+  auto ptrtype = dw_->type("internal/abi.PtrType");
+  ASSERT_TRUE(ptrtype.has_value());
+  auto embedded = dw_->member(*ptrtype, "Type");
+  ASSERT_TRUE(embedded.ok()) << embedded.error().message();
+  EXPECT_TRUE(embedded->embedded);
+  EXPECT_EQ(embedded->offset, 0u);
+  // Members refer to the named typedef; behind it is the struct type() returns.
+  EXPECT_EQ(dw_->info(embedded->type)->kind, TypeKind::kTypedef);
+  EXPECT_EQ(dw_->strip_typedefs(embedded->type).value_or(TypeRef{}), *abi);
+  auto elem = dw_->member(*ptrtype, "Elem");
+  ASSERT_TRUE(elem.ok()) << elem.error().message();
+  EXPECT_FALSE(elem->embedded);
+  EXPECT_EQ(elem->offset, 48u);
+  // Through the embedded struct, as Go's promoted fields read.
+  EXPECT_EQ(dw_->member(*ptrtype, "Type.Kind_")->offset, 23u);
 }
 
 TEST_P(DwarfByBuild, RuntimeTypeOffsetsMapBackToTheirTypes) {
@@ -325,7 +343,30 @@ TEST_P(DwarfByBuild, RuntimeTypeOffsetsMapBackToTheirTypes) {
   EXPECT_EQ(*under, *dw_->type("main.probe"));
 }
 
+// The SHF_COMPRESSED flag of a section, read with libelf directly.
+std::optional<bool> section_compressed(const std::string& path, const char* want) {
+  elf_version(EV_CURRENT);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  Elf* e = elf_begin(fd, ELF_C_READ, nullptr);
+  std::optional<bool> out;
+  size_t shstrndx = 0;
+  if (e != nullptr && elf_getshdrstrndx(e, &shstrndx) == 0) {
+    for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn != nullptr; scn = elf_nextscn(e, scn)) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(scn, &sh) == nullptr) continue;
+      const char* name = elf_strptr(e, shstrndx, sh.sh_name);
+      if (name != nullptr && strcmp(name, want) == 0) out = (sh.sh_flags & SHF_COMPRESSED) != 0;
+    }
+  }
+  if (e != nullptr) elf_end(e);
+  close(fd);
+  return out;
+}
+
 TEST_P(DwarfByBuild, ProducerAndDwarfVersion) {
+  // Every Go version writes zlib-compressed debug sections; everything above read through them.
+  EXPECT_EQ(section_compressed(obs_->exe, ".debug_info"), true);
   EXPECT_NE(dw_->producer().find("go" + GetParam().version), std::string::npos) << dw_->producer();
   EXPECT_EQ(dw_->version(), minor_of(GetParam().version) < 25 ? 4 : 5);
   auto s = dw_->stats();
