@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -61,7 +62,33 @@ TEST_P(InfoByVersion, LiveProcess) {
   EXPECT_TRUE((*fx)->running_untraced());
 }
 
-TEST_P(InfoByVersion, StrippedExecutableHasNoDwarf) {
+TEST_P(InfoByVersion, CoreFile) {
+  auto exe = build_fixture(GetParam().spec("basic"));
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  auto fx = RunningFixture::start(*exe);
+  ASSERT_TRUE(fx.ok()) << fx.error().message();
+  auto core = gcore((*fx)->pid(), scratch_dir("info-core") + "/core");
+  ASSERT_TRUE(core.ok()) << core.error().message();
+  auto r = run_command({GOREF_BINARY, "info", "--core", *core, "--exe", *exe});
+  std::filesystem::remove(*core);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto f = fields(r.out);
+  EXPECT_EQ(f["process"], std::to_string((*fx)->pid()));
+  EXPECT_EQ(f["go"], (*fx)->fact("version"));
+  EXPECT_EQ(f["pie"], GetParam().mode == BuildMode::kPie ? "yes" : "no");
+  EXPECT_EQ(f.count("warning"), 0u) << f["warning"];
+  // The fixture's three locked threads are in the core, and its main thread.
+  EXPECT_GE(std::stoul(f["threads"]), 4u);
+  EXPECT_EQ(f["verdict"], "goref can analyse this program");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Go, InfoByVersion,
+    ::testing::ValuesIn(versions_and_modes({BuildMode::kDefault, BuildMode::kPie})), param_name);
+
+class InfoStripped : public ::testing::TestWithParam<FixtureParam> {};
+
+TEST_P(InfoStripped, StrippedExecutableHasNoDwarf) {
   auto spec = GetParam().spec("basic");
   spec.mode = BuildMode::kStripped;
   auto exe = build_fixture(spec);
@@ -75,10 +102,7 @@ TEST_P(InfoByVersion, StrippedExecutableHasNoDwarf) {
   EXPECT_EQ(f["verdict"], "goroutine dumps only: the heap profile needs DWARF");
 }
 
-INSTANTIATE_TEST_SUITE_P(Go, InfoByVersion,
-                         ::testing::ValuesIn(versions_and_modes({BuildMode::kDefault,
-                                                                 BuildMode::kPie})),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(Go, InfoStripped, ::testing::ValuesIn(all_versions()), param_name);
 
 TEST(InfoErrors, NonexistentPid) {
   // pid_max is at most 4194304; this pid cannot exist.
@@ -110,6 +134,15 @@ TEST(InfoErrors, NotAnElfFile) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("not an ELF file"), std::string::npos) << r.err;
+}
+
+TEST(InfoErrors, ExecutableGivenAsCore) {
+  auto exe = build_fixture({"basic", go_versions().back(), BuildMode::kDefault, {}});
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  auto r = run_command({GOREF_BINARY, "info", "--core", *exe, "--exe", *exe});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("not a core file"), std::string::npos) << r.err;
 }
 
 TEST(InfoErrors, MissingFile) {
