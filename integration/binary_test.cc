@@ -66,6 +66,85 @@ Result<uint64_t> load_bias(pid_t pid, const std::string& exe) {
   return Error(Errc::kNotFound, "no mapping of " + exe + " at offset 0");
 }
 
+// Every position the runtime reported (func.* and callers.frame.* facts) symbolizes the same
+// way through tab; bias is the fixture's load bias.
+void expect_runtime_positions(const Pclntab& tab, const RunningFixture& run, uint64_t bias,
+                              BuildMode mode) {
+  auto funcs = run.facts_with_prefix("func.");
+  ASSERT_EQ(funcs.size(), 4u);
+  for (const auto& [key, value] : funcs) {
+    SCOPED_TRACE("func." + key + "=" + value);
+    auto parts = split(value, '|');
+    ASSERT_EQ(parts.size(), 4u);
+    uint64_t entry = parse_u64(parts[0]) - bias;
+    auto f = tab.find_func(entry);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->entry(), entry);
+    EXPECT_EQ(f->name(), parts[1]);
+    EXPECT_EQ(f->pcsp_at(entry), 0);
+    auto fr = tab.symbolize(entry);
+    ASSERT_FALSE(fr.empty());
+    EXPECT_EQ(fr[0].function, parts[1]);
+    EXPECT_EQ(fr[0].file, parts[2]);
+    EXPECT_EQ(fr[0].line, std::stoi(parts[3]));
+    EXPECT_FALSE(fr[0].inlined);
+    EXPECT_EQ(fr[0].entry, entry);
+  }
+
+  // Logical frames of the stack captured inside the inlined helper.
+  struct Fact {
+    uint64_t pc;
+    std::string function, file;
+    int line;
+  };
+  std::vector<Fact> frames;
+  for (int i = 0;; ++i) {
+    std::string v = run.fact("callers.frame." + std::to_string(i));
+    if (v.empty()) break;
+    auto p = split(v, '|');
+    ASSERT_EQ(p.size(), 4u) << v;
+    frames.push_back({parse_u64(p[0]), p[1], p[2], std::stoi(p[3])});
+  }
+  ASSERT_GE(frames.size(), 4u);
+  for (const auto& fr : frames) {
+    SCOPED_TRACE(fr.function + " at " + to_hex(fr.pc));
+    auto got = tab.symbolize(fr.pc - bias);
+    ASSERT_FALSE(got.empty());
+    EXPECT_EQ(got[0].function, fr.function);
+    EXPECT_EQ(got[0].file, fr.file);
+    EXPECT_EQ(got[0].line, fr.line);
+  }
+  // frame.1 (the helper) and frame.2 (its caller) are one physical call: runtime.Callers
+  // recorded the helper's return pc, and a second pc one past it for the inlined-into caller.
+  size_t helper = 0;
+  while (helper < frames.size() && frames[helper].function != "main.inlinedHelper") ++helper;
+  ASSERT_LT(helper + 1, frames.size());
+  bool inlined = frames[helper + 1].pc == frames[helper].pc + 1;
+  // With -N -l nothing is inlined: the helper is a physical frame of its own.
+  EXPECT_EQ(inlined, mode != BuildMode::kNoOpt);
+  if (inlined) {
+    const Fact& inner = frames[helper];
+    const Fact& outer = frames[helper + 1];
+    EXPECT_EQ(outer.function, "main.callersOuter");
+    uint64_t ret = inner.pc + 1;  // the physical return address runtime.Callers recorded
+    auto pcs = split(run.fact("callers.pcs"), ',');
+    bool listed = false;
+    for (const auto& s : pcs) listed |= parse_u64(s) == ret;
+    EXPECT_TRUE(listed) << "return pc " << to_hex(ret) << " not in callers.pcs";
+    auto got = tab.symbolize(ret - 1 - bias);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].function, "main.inlinedHelper");
+    EXPECT_TRUE(got[0].inlined);
+    EXPECT_EQ(got[0].file, inner.file);
+    EXPECT_EQ(got[0].line, inner.line);
+    EXPECT_EQ(got[1].function, "main.callersOuter");
+    EXPECT_FALSE(got[1].inlined);
+    EXPECT_EQ(got[1].file, outer.file);
+    EXPECT_EQ(got[1].line, outer.line);
+    EXPECT_EQ(got[0].entry, got[1].entry);
+  }
+}
+
 class BinaryByVersionMode : public ::testing::TestWithParam<FixtureParam> {};
 
 TEST_P(BinaryByVersionMode, ReadersAgreeWithTheRuntime) {
@@ -118,83 +197,13 @@ TEST_P(BinaryByVersionMode, ReadersAgreeWithTheRuntime) {
     EXPECT_EQ(tab->text_start(), text->value);
   }
 
-  auto funcs = run.facts_with_prefix("func.");
-  ASSERT_EQ(funcs.size(), 4u);
-  for (const auto& [key, value] : funcs) {
-    SCOPED_TRACE("func." + key + "=" + value);
-    auto parts = split(value, '|');
-    ASSERT_EQ(parts.size(), 4u);
-    uint64_t entry = parse_u64(parts[0]) - *bias;
-    auto f = tab->find_func(entry);
-    ASSERT_TRUE(f);
-    EXPECT_EQ(f->entry(), entry);
-    EXPECT_EQ(f->name(), parts[1]);
-    EXPECT_EQ(f->pcsp_at(entry), 0);
-    auto fr = tab->symbolize(entry);
-    ASSERT_FALSE(fr.empty());
-    EXPECT_EQ(fr[0].function, parts[1]);
-    EXPECT_EQ(fr[0].file, parts[2]);
-    EXPECT_EQ(fr[0].line, std::stoi(parts[3]));
-    EXPECT_FALSE(fr[0].inlined);
-    EXPECT_EQ(fr[0].entry, entry);
-    if (key == "leafFunc" && !stripped) {
-      auto sym = elf.symbol("main.leafFunc");
-      ASSERT_TRUE(sym);
-      EXPECT_EQ(sym->value, entry);
-    }
-  }
-
-  // Logical frames of the stack captured inside the inlined helper.
-  struct Fact {
-    uint64_t pc;
-    std::string function, file;
-    int line;
-  };
-  std::vector<Fact> frames;
-  for (int i = 0;; ++i) {
-    std::string v = run.fact("callers.frame." + std::to_string(i));
-    if (v.empty()) break;
-    auto p = split(v, '|');
-    ASSERT_EQ(p.size(), 4u) << v;
-    frames.push_back({parse_u64(p[0]), p[1], p[2], std::stoi(p[3])});
-  }
-  ASSERT_GE(frames.size(), 4u);
-  for (const auto& fr : frames) {
-    SCOPED_TRACE(fr.function + " at " + to_hex(fr.pc));
-    auto got = tab->symbolize(fr.pc - *bias);
-    ASSERT_FALSE(got.empty());
-    EXPECT_EQ(got[0].function, fr.function);
-    EXPECT_EQ(got[0].file, fr.file);
-    EXPECT_EQ(got[0].line, fr.line);
-  }
-  // frame.1 (the helper) and frame.2 (its caller) are one physical call: runtime.Callers
-  // recorded the helper's return pc, and a second pc one past it for the inlined-into caller.
-  size_t helper = 0;
-  while (helper < frames.size() && frames[helper].function != "main.inlinedHelper") ++helper;
-  ASSERT_LT(helper + 1, frames.size());
-  bool inlined = frames[helper + 1].pc == frames[helper].pc + 1;
-  // With -N -l nothing is inlined: the helper is a physical frame of its own.
-  EXPECT_EQ(inlined, mode != BuildMode::kNoOpt);
-  if (inlined) {
-    const Fact& inner = frames[helper];
-    const Fact& outer = frames[helper + 1];
-    EXPECT_EQ(outer.function, "main.callersOuter");
-    uint64_t ret = inner.pc + 1;  // the physical return address runtime.Callers recorded
-    auto pcs = split(run.fact("callers.pcs"), ',');
-    bool listed = false;
-    for (const auto& s : pcs) listed |= parse_u64(s) == ret;
-    EXPECT_TRUE(listed) << "return pc " << to_hex(ret) << " not in callers.pcs";
-    auto got = tab->symbolize(ret - 1 - *bias);
-    ASSERT_EQ(got.size(), 2u);
-    EXPECT_EQ(got[0].function, "main.inlinedHelper");
-    EXPECT_TRUE(got[0].inlined);
-    EXPECT_EQ(got[0].file, inner.file);
-    EXPECT_EQ(got[0].line, inner.line);
-    EXPECT_EQ(got[1].function, "main.callersOuter");
-    EXPECT_FALSE(got[1].inlined);
-    EXPECT_EQ(got[1].file, outer.file);
-    EXPECT_EQ(got[1].line, outer.line);
-    EXPECT_EQ(got[0].entry, got[1].entry);
+  expect_runtime_positions(*tab, run, *bias, mode);
+  if (!stripped) {
+    auto leaf = split(run.fact("func.leafFunc"), '|');
+    ASSERT_EQ(leaf.size(), 4u);
+    auto sym = elf.symbol("main.leafFunc");
+    ASSERT_TRUE(sym);
+    EXPECT_EQ(sym->value, parse_u64(leaf[0]) - *bias);
   }
 
   // Every function: it is found at its own entry, and has pushed nothing there.
@@ -209,6 +218,58 @@ TEST_P(BinaryByVersionMode, ReadersAgreeWithTheRuntime) {
     EXPECT_EQ(f.pcsp_at(f.entry()), 0) << f.name();
   }
   EXPECT_GT(with_pcsp, 1000u);
+}
+
+// With the section header table removed (as some packers and hand-stripped binaries have it),
+// build info comes from the magic in the writable data, the pclntab from its header magic, the
+// module data from a scan, and PIE relocations from PT_DYNAMIC.
+TEST_P(BinaryByVersionMode, WorksWithoutSectionHeaders) {
+  auto exe = build_fixture(GetParam().spec("basic"));
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  std::string copy = scratch_dir("binary_noshdr") + "/basic";
+  {
+    std::ifstream in(*exe, std::ios::binary);
+    std::ofstream out(copy, std::ios::binary);
+    out << in.rdbuf();
+  }
+  {
+    std::fstream f(copy, std::ios::binary | std::ios::in | std::ios::out);
+    Elf64_Ehdr eh{};
+    ASSERT_TRUE(f.read(reinterpret_cast<char*>(&eh), sizeof eh));
+    eh.e_shoff = 0;
+    eh.e_shnum = 0;
+    eh.e_shstrndx = 0;
+    f.seekp(0);
+    ASSERT_TRUE(f.write(reinterpret_cast<const char*>(&eh), sizeof eh));
+  }
+  auto orig = ElfFile::open(*exe);
+  auto bare = ElfFile::open(copy);
+  ASSERT_TRUE(orig.ok() && bare.ok());
+  EXPECT_TRUE((*bare)->sections().empty());
+  EXPECT_FALSE((*bare)->has_symtab());
+  EXPECT_EQ((*bare)->go_build_id(), (*orig)->go_build_id());  // from PT_NOTE
+
+  auto fx = RunningFixture::start(*exe);
+  ASSERT_TRUE(fx.ok()) << fx.error().message();
+  auto bias = load_bias((*fx)->pid(), *exe);
+  ASSERT_TRUE(bias.ok()) << bias.error().message();
+
+  auto bi = binary::read_build_info(**bare);
+  ASSERT_TRUE(bi.ok()) << bi.error().message();
+  EXPECT_EQ(bi->version, (*fx)->fact("version"));
+  EXPECT_EQ(bi->settings["-buildmode"], GetParam().mode == BuildMode::kPie ? "pie" : "exe");
+
+  auto tab = Pclntab::open(**bare);
+  ASSERT_TRUE(tab.ok()) << tab.error().message();
+  auto ref = Pclntab::open(**orig);
+  ASSERT_TRUE(ref.ok()) << ref.error().message();
+  EXPECT_FALSE(tab->moduledata().from_symbol);
+  EXPECT_EQ(tab->moduledata().addr, ref->moduledata().addr);
+  EXPECT_EQ(tab->address(), ref->address());
+  EXPECT_EQ(tab->text_start(), ref->text_start());
+  EXPECT_EQ(tab->gofunc(), ref->gofunc());
+  EXPECT_EQ(tab->nfunc(), ref->nfunc());
+  expect_runtime_positions(*tab, **fx, *bias, GetParam().mode);
 }
 
 INSTANTIATE_TEST_SUITE_P(Go, BinaryByVersionMode,

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "goref/base/addr.h"
+#include "goref/base/log.h"
 #include "goref/binary/build_info.h"
 #include "goref/binary/elf_file.h"
 #include "goref/binary/pclntab.h"
@@ -94,6 +95,8 @@ Result<ModuleDataInfo> find_moduledata(const ElfFile& elf, uint64_t pclntab_addr
     auto r = check(elf, sym->value, pclntab_addr, pclntab, gofunc_offsets);
     if (r.ok()) {
       r->from_symbol = true;
+      log::get("binary")->debug("moduledata at {:#x} (symbol): text {:#x} gofunc {:#x}", r->addr,
+                                r->text, r->gofunc);
       return r;
     }
     last_error = "runtime.firstmoduledata " + to_hex(sym->value) + ": " + r.error().message();
@@ -115,7 +118,12 @@ Result<ModuleDataInfo> find_moduledata(const ElfFile& elf, uint64_t pclntab_addr
           seg.vaddr, pclntab_addr, cands);
   for (uint64_t c : cands) {
     auto r = check(elf, c, pclntab_addr, pclntab, gofunc_offsets);
-    if (r.ok()) return r;
+    if (r.ok()) {
+      log::get("binary")->debug(
+          "moduledata at {:#x} (scan of {} candidates): text {:#x} gofunc {:#x}", r->addr,
+          cands.size(), r->text, r->gofunc);
+      return r;
+    }
     if (last_error.empty()) last_error = "candidate " + to_hex(c) + ": " + r.error().message();
   }
   return Error(Errc::kBadFormat,

@@ -118,6 +118,13 @@ std::optional<std::string_view> Func::file_at(uint64_t pc) const {
   return *s;
 }
 
+std::optional<Func::FileLine> Func::file_line_at(uint64_t pc) const {
+  auto file = file_at(pc);
+  auto line = line_at(pc);
+  if (!file || !line) return std::nullopt;
+  return FileLine{*file, *line};
+}
+
 uint32_t Func::pcdata_offset(uint32_t table) const {
   if (table >= npcdata()) return 0;
   return field<uint32_t>(kFuncSize + uint64_t{table} * 4);
@@ -213,40 +220,73 @@ Result<Pclntab> Pclntab::from_parts(std::vector<std::byte> pclntab, uint64_t pcl
   return build(std::move(pclntab), {}, pclntab_addr, text, gofunc, std::move(reader), {});
 }
 
+namespace {
+
+// Without a section table or symbols: pcHeaders (magic, zero pads, a valid pc quantum, pointer
+// size 8) at 8-byte aligned addresses of read-only file data. The module data check in open()
+// decides which one is real.
+std::vector<std::pair<uint64_t, Bytes>> header_candidates(const ElfFile& elf) {
+  std::vector<std::pair<uint64_t, Bytes>> out;
+  for (const auto& seg : elf.loads()) {
+    if (seg.exec || seg.offset > elf.image().size()) continue;
+    Bytes data =
+        elf.image().subspan(seg.offset, std::min(seg.filesz, elf.image().size() - seg.offset));
+    for (uint64_t off = (8 - seg.vaddr % 8) % 8;
+         off + kPcHeaderSize <= data.size() && out.size() < 16; off += 8) {
+      if (*load<uint32_t>(data, off) != kGo120PclntabMagic) continue;
+      auto lc = static_cast<uint8_t>(data[off + 6]);
+      if (data[off + 4] != std::byte{0} || data[off + 5] != std::byte{0} ||
+          (lc != 1 && lc != 2 && lc != 4) || data[off + 7] != std::byte{8})
+        continue;
+      out.emplace_back(seg.vaddr + off, data.subspan(off));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<Pclntab> Pclntab::open(const ElfFile& elf) {
   const Section* s = elf.section(".gopclntab");
   // Go 1.21–1.25 PIEs put it in a relro section.
   if (!s) s = elf.section(".data.rel.ro.gopclntab");
-  Bytes data;
-  uint64_t addr = 0;
+  std::vector<std::pair<uint64_t, Bytes>> cands;
   if (s) {
-    GOREF_TRY(data, elf.section_data(*s).context("pclntab"));
-    addr = s->addr;
+    GOREF_TRY(Bytes data, elf.section_data(*s).context("pclntab"));
+    cands.emplace_back(s->addr, data);
   } else if (auto sym = elf.symbol("runtime.pclntab"); sym && sym->size) {
     // A table without its section header but with symbols: bytes from the segments.
     for (const auto& seg : elf.loads())
       if (sym->value >= seg.vaddr && sym->value - seg.vaddr < seg.filesz &&
           sym->size <= seg.filesz - (sym->value - seg.vaddr))
-        data = elf.image().subspan(seg.offset + (sym->value - seg.vaddr), sym->size);
-    addr = sym->value;
+        cands.emplace_back(sym->value,
+                           elf.image().subspan(seg.offset + (sym->value - seg.vaddr), sym->size));
+  } else if (elf.sections().empty()) {
+    cands = header_candidates(elf);
   }
-  if (data.empty())
+  if (cands.empty() || cands[0].second.empty())
     return Error(Errc::kNotFound, elf.path() + ": no Go function table (.gopclntab); " +
                                       (elf.is_core() ? "this is a core file, not an executable"
                                                      : "not a Go program?"));
-  if (data.size() >= 4) {
-    uint32_t magic = *load<uint32_t>(data, 0);
-    if (magic != kGo120PclntabMagic)  // let build() name the version
-      return build({}, data, addr, 0, 0, {}, {}).context(elf.path());
-  }
+  auto [addr, data] = cands[0];
+  if (data.size() >= 4 && *load<uint32_t>(data, 0) != kGo120PclntabMagic)
+    return build({}, data, addr, 0, 0, {}, {}).context(elf.path());  // names the version
   auto bi = read_build_info(elf);
-  GOREF_TRY(ModuleDataInfo md,
-            find_moduledata(elf, addr, data, bi.ok() ? &bi.value() : nullptr).context(elf.path()));
-  const ElfFile* e = &elf;
-  AddressReader reader = [e](uint64_t a, std::span<std::byte> out) {
-    return e->read_vaddr(a, out);
-  };
-  return build({}, data, addr, md.text, md.gofunc, std::move(reader), md).context(elf.path());
+  const BuildInfo* bip = bi.ok() ? &bi.value() : nullptr;
+  std::optional<Error> first_error;
+  for (auto [a, d] : cands) {
+    auto md = find_moduledata(elf, a, d, bip);
+    if (!md.ok()) {
+      if (!first_error) first_error = std::move(md).error();
+      continue;
+    }
+    const ElfFile* e = &elf;
+    AddressReader reader = [e](uint64_t at, std::span<std::byte> out) {
+      return e->read_vaddr(at, out);
+    };
+    return build({}, d, a, md->text, md->gofunc, std::move(reader), *md).context(elf.path());
+  }
+  return std::move(*first_error).context(elf.path());
 }
 
 size_t Pclntab::nfunc() const {

@@ -90,6 +90,11 @@ class Func {
   [[nodiscard]] std::optional<int32_t> line_at(uint64_t pc) const;
   // "?" when the file number is -1 (as the runtime prints it).
   [[nodiscard]] std::optional<std::string_view> file_at(uint64_t pc) const;
+  struct FileLine {
+    std::string_view file;
+    int32_t line = 0;
+  };
+  [[nodiscard]] std::optional<FileLine> file_line_at(uint64_t pc) const;
   // PCDATA table value at pc; -1 when the function has no such table (as the runtime's
   // pcdatavalue); nullopt for a pc outside the function or a corrupt table.
   [[nodiscard]] std::optional<int32_t> pcdata_at(uint32_t table, uint64_t pc) const;
@@ -128,8 +133,10 @@ struct ModuleDataInfo {
 
 class Pclntab {
  public:
-  // The executable's .gopclntab (.data.rel.ro.gopclntab in Go 1.21 PIEs), with text and gofunc
-  // from the module data. The ElfFile must outlive the Pclntab: the table is not copied.
+  // The executable's .gopclntab (.data.rel.ro.gopclntab in Go 1.21 PIEs; without a section
+  // table, the runtime.pclntab symbol or a header found by its magic in read-only data), with
+  // text and gofunc from the module data. The ElfFile must outlive the Pclntab: the table is
+  // not copied.
   [[nodiscard]] static Result<Pclntab> open(const ElfFile& elf);
   // From parts read elsewhere (e.g. target memory): the pclntab bytes, their address, the text
   // base and gofunc (moduledata.text, .gofunc), and a reader for FUNCDATA outside the pclntab.
