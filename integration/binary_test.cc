@@ -322,6 +322,82 @@ INSTANTIATE_TEST_SUITE_P(Go, BinaryExperiments, ::testing::ValuesIn(experiment_c
                            return n;
                          });
 
+// Truncated executables and randomly corrupted function tables give errors or odd answers, never
+// a crash or a hang (run under the sanitizers too).
+TEST(BinaryCorrupt, TruncatedFilesAndFlippedTableBytes) {
+  auto versions = go_versions();
+  ASSERT_FALSE(versions.empty());
+  auto exe = build_fixture(BuildSpec{"basic", versions.back(), BuildMode::kPie, {}});
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  std::string bytes;
+  {
+    std::ifstream in(*exe, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+  }
+  std::string dir = scratch_dir("binary_corrupt");
+  size_t opened = 0;
+  for (size_t size : {size_t{0}, size_t{63}, size_t{64}, size_t{4096}, bytes.size() / 4,
+                      bytes.size() / 2, bytes.size() * 3 / 4, bytes.size() - 1}) {
+    std::string path = dir + "/trunc-" + std::to_string(size);
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(size));
+    auto elf = ElfFile::open(path);
+    if (!elf.ok()) continue;
+    ++opened;
+    (void)binary::read_build_info(**elf);
+    (void)(*elf)->symbol("main.main");
+    std::byte buf[64];
+    (void)(*elf)->read_vaddr((*elf)->entry(), buf);
+    if (auto tab = Pclntab::open(**elf); tab.ok()) {
+      for (size_t i = 0; i < tab->nfunc(); i += 17) (void)tab->symbolize(tab->func(i).entry());
+    }
+  }
+  EXPECT_GT(opened, 0u);
+
+  auto elf = ElfFile::open(*exe);
+  ASSERT_TRUE(elf.ok());
+  auto good = Pclntab::open(**elf);
+  ASSERT_TRUE(good.ok()) << good.error().message();
+  const binary::Section* sec = (*elf)->section(".gopclntab");
+  if (!sec) sec = (*elf)->section(".data.rel.ro.gopclntab");
+  ASSERT_NE(sec, nullptr);
+  auto data = (*elf)->section_data(*sec);
+  ASSERT_TRUE(data.ok());
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  auto next = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  size_t built = 0;
+  for (int iter = 0; iter < 60; ++iter) {
+    std::vector<std::byte> copy(data->begin(), data->end());
+    // Flip bytes in the header and tables (first iterations hit the header hardest).
+    int flips = 4 + iter;
+    for (int k = 0; k < flips; ++k) {
+      size_t at = iter < 10 ? next() % 80 : next() % copy.size();
+      copy[at] ^= static_cast<std::byte>(1 + next() % 255);
+    }
+    auto tab = Pclntab::from_parts(
+        std::move(copy), good->address(), good->text_start(), good->gofunc(),
+        [&](uint64_t a, std::span<std::byte> out) { return (*elf)->read_vaddr(a, out); });
+    if (!tab.ok()) continue;
+    ++built;
+    for (size_t i = 0; i < tab->nfunc(); i += 7) {
+      auto f = tab->func(i);
+      for (uint64_t pc : {f.entry(), f.entry() + 5, f.end() - 1}) {
+        (void)tab->symbolize(pc);
+        (void)f.pcsp_at(pc);
+        (void)f.file_line_at(pc);
+        (void)f.pcdata_at(binary::kPcdataStackMapIndex, pc);
+      }
+    }
+  }
+  EXPECT_GT(built, 10u);  // most flips land in tables, not in what build() validates
+}
+
 TEST(BinaryErrors, NonGoAndNonElfInputs) {
   auto t = ElfFile::open("/bin/true");
   ASSERT_TRUE(t.ok()) << t.error().message();

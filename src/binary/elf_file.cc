@@ -330,6 +330,7 @@ void ElfFile::index_relocations() const {
         tables.push_back(Bytes(dyn_rela));
       }
     }
+    break;  // one dynamic segment per executable
   }
   if (tables.empty())
     for (const auto& s : sections_)
