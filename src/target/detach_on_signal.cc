@@ -31,6 +31,12 @@ pid_t raw_gettid() {
   return static_cast<pid_t>(::syscall(SYS_gettid));
 }
 
+bool any_seized() {
+  for (auto& slot : g_slots)
+    if (slot.load(std::memory_order_acquire) != 0) return true;
+  return false;
+}
+
 void detach_all_from_handler() {
   for (auto& slot : g_slots) {
     uint64_t v = slot.load(std::memory_order_acquire);
@@ -48,11 +54,12 @@ extern "C" void on_fatal_signal(int sig) {
   int saved_errno = errno;
   pid_t tracer = g_tracer_tid.load(std::memory_order_acquire);
   pid_t self = raw_gettid();
-  if (tracer != 0 && tracer != self) {
-    // Only the tracer thread can detach. Hand the signal over; for a fault in this thread the
-    // instruction faults again on return and is forwarded again until the tracer thread ends
-    // the process.
-    ::syscall(SYS_tgkill, ::getpid(), tracer, sig);
+  if (tracer != 0 && tracer != self && any_seized() &&
+      ::syscall(SYS_tgkill, ::getpid(), tracer, sig) == 0) {
+    // Only the tracer thread can detach, so the signal was handed over to it. For a fault in
+    // this thread the instruction faults again on return and is forwarded again until the
+    // tracer thread ends the process. (If the tracer thread is gone, or nothing is seized, the
+    // signal is handled here.)
     errno = saved_errno;
     return;
   }

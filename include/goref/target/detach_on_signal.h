@@ -1,8 +1,10 @@
 // Leaving the target running when goref dies. install_detach_on_signal() sets handlers for the
 // terminating signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) and the crash signals (SIGSEGV, SIGBUS,
 // SIGABRT) that PTRACE_DETACH every thread currently seized, using only async-signal-safe system
-// calls, and then let the signal take its default action. The set of seized threads lives in a
-// fixed-size lock-free registry (SeizedThreads) that the live backend keeps up to date.
+// calls, and then let the signal take its default action (or the disposition that was in place
+// before: an ignored signal is left ignored, an earlier handler such as a sanitizer's is chained).
+// The set of seized threads lives in a fixed-size lock-free registry (SeizedThreads) that the live
+// backend keeps up to date.
 //
 // Why this is enough: when a tracer exits for any reason, the kernel detaches its tracees and
 // resumes them (exit_ptrace), so even SIGKILL, which cannot be caught, leaves the target running.
