@@ -148,6 +148,18 @@ std::optional<uint64_t> attr_udata(Dwarf_Die* die, unsigned at) {
   return v;
 }
 
+std::optional<uint64_t> attr_runtime_type(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  if (dwarf_attr(die, kAtGoRuntimeType, &attr) == nullptr) return std::nullopt;
+  // DW_FORM_addr in every Go version so far (dwarf_formudata refuses it); a constant form is
+  // accepted too.
+  Dwarf_Addr a = 0;
+  if (dwarf_formaddr(&attr, &a) == 0) return a;
+  Dwarf_Word w = 0;
+  if (dwarf_formudata(&attr, &w) == 0) return w;
+  return std::nullopt;
+}
+
 Dwarf::Impl::~Impl() {
   if (dw != nullptr) dwarf_end(dw);
   if (elf != nullptr) elf_end(elf);
@@ -211,15 +223,7 @@ Result<void> Dwarf::Impl::build_index() {
             if (dwarf_offdie(dw, it->second, &old) != nullptr && dwarf_tag(&old) == DW_TAG_typedef)
               it->second = off;
           }
-          auto rt = attr_udata(&child, kAtGoRuntimeType);
-          if (!rt) {
-            // DW_FORM_addr in every Go version so far; dwarf_formudata does not take it.
-            Dwarf_Attribute attr;
-            Dwarf_Addr a = 0;
-            if (dwarf_attr(&child, kAtGoRuntimeType, &attr) != nullptr &&
-                dwarf_formaddr(&attr, &a) == 0)
-              rt = a;
-          }
+          auto rt = attr_runtime_type(&child);
           if (rt && *rt != 0) {
             auto [rit, rins] = runtime_types.try_emplace(*rt, off);
             if (!rins && tag != DW_TAG_typedef) {

@@ -6,6 +6,7 @@
 #include <libelf.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -57,6 +58,8 @@ struct Dwarf::Impl {
 std::string die_name_for_error(uint64_t off);
 // The DIE an attribute refers to (DW_AT_type, DW_AT_go_elem, ...), if present and valid.
 std::optional<uint64_t> attr_ref(Dwarf_Die* die, unsigned at);
+// DW_AT_go_runtime_type, if present.
+std::optional<uint64_t> attr_runtime_type(Dwarf_Die* die);
 // An unsigned constant attribute, if present and of a constant form.
 std::optional<uint64_t> attr_udata(Dwarf_Die* die, unsigned at);
 

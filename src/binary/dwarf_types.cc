@@ -140,15 +140,7 @@ Result<TypeInfo> Dwarf::info(TypeRef t) const {
   if (auto r = attr_ref(&d, kAtGoElem)) ti.go_elem = TypeRef{*r};
   if (auto r = attr_ref(&d, kAtGoKey)) ti.go_key = TypeRef{*r};
   if (tag == DW_TAG_array_type) ti.array_count = array_count(&d);
-  Dwarf_Attribute attr;
-  if (dwarf_attr(&d, kAtGoRuntimeType, &attr) != nullptr) {
-    Dwarf_Addr a = 0;
-    Dwarf_Word w = 0;
-    if (dwarf_formaddr(&attr, &a) == 0)
-      ti.runtime_type = a;
-    else if (dwarf_formudata(&attr, &w) == 0)
-      ti.runtime_type = w;
-  }
+  ti.runtime_type = attr_runtime_type(&d);
 
   // Size: DW_AT_byte_size when present; pointers have none in Go's DWARF (the unit's address
   // size), typedefs take their target's, arrays without one are count × element.
