@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
+#include <sstream>
 #include <string>
 
 #include "harness/fixture.h"
@@ -21,12 +21,14 @@ namespace {
 // "key   value" lines of the text output.
 std::map<std::string, std::string> fields(const std::string& out) {
   std::map<std::string, std::string> m;
-  std::regex line(R"(^(\S+)\s+(.*)$)");
   std::istringstream in(out);
   std::string l;
-  std::smatch sm;
-  while (std::getline(in, l))
-    if (std::regex_match(l, sm, line)) m[sm[1]] = sm[2];
+  while (std::getline(in, l)) {
+    auto sp = l.find(' ');
+    if (sp == 0 || sp == std::string::npos) continue;
+    auto v = l.find_first_not_of(' ', sp);
+    m[l.substr(0, sp)] = v == std::string::npos ? "" : l.substr(v);
+  }
   return m;
 }
 
