@@ -188,6 +188,43 @@ TEST_P(DwarfByBuild, ProbeLayoutMatchesTheProgramsOwnOffsets) {
   EXPECT_EQ(missing.error().code(), Errc::kNotFound);
 }
 
+TEST_P(DwarfByBuild, BuiltinTypesByName) {
+  // Go's own representation: int is an 8-byte base type of kind Int (2); a slice is a
+  // {array, len, cap} struct of kind Slice (23); a string is {str, len} of kind String (24).
+  auto i = dw_->info(dw_->type("int").value_or(TypeRef{}));
+  ASSERT_TRUE(i.ok()) << i.error().message();
+  EXPECT_EQ(i->kind, TypeKind::kBase);
+  EXPECT_EQ(i->size, 8u);
+  EXPECT_EQ(i->go_kind, 2);
+
+  auto bs = dw_->type("[]uint8");
+  ASSERT_TRUE(bs.has_value());
+  auto b = dw_->info(*bs);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_EQ(b->kind, TypeKind::kStruct);
+  EXPECT_EQ(b->size, 24u);
+  EXPECT_EQ(b->go_kind, 23);
+  ASSERT_TRUE(b->go_elem.has_value());
+  EXPECT_EQ(dw_->info(*b->go_elem)->name, "uint8");
+  EXPECT_EQ(dw_->member(*bs, "array")->offset, 0u);
+  EXPECT_EQ(dw_->member(*bs, "len")->offset, 8u);
+  EXPECT_EQ(dw_->member(*bs, "cap")->offset, 16u);
+
+  auto str = dw_->type("string");
+  ASSERT_TRUE(str.has_value());
+  EXPECT_EQ(dw_->info(*str)->go_kind, 24);
+  EXPECT_EQ(dw_->member(*str, "len")->offset, 8u);
+
+  auto pg = dw_->info(dw_->type("*runtime.g").value_or(TypeRef{}));
+  ASSERT_TRUE(pg.ok()) << pg.error().message();
+  EXPECT_EQ(pg->kind, TypeKind::kPointer);
+  EXPECT_EQ(pg->go_kind, 22);
+  ASSERT_TRUE(pg->target.has_value());
+  EXPECT_EQ(dw_->strip_typedefs(*pg->target).value_or(TypeRef{}), *dw_->type("runtime.g"));
+
+  EXPECT_FALSE(dw_->type("main.noSuchType").has_value());
+}
+
 TEST_P(DwarfByBuild, GlobalsAreAtThePrintedAddresses) {
   bool pie = GetParam().mode == BuildMode::kPie;
   if (pie)

@@ -107,9 +107,8 @@ class Dwarf {
   };
   [[nodiscard]] Stats stats() const;
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit Dwarf(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
