@@ -227,6 +227,39 @@ INSTANTIATE_TEST_SUITE_P(
     Go, LiveTargetTest,
     ::testing::ValuesIn(versions_and_modes({BuildMode::kDefault, BuildMode::kPie})), param_name);
 
+// Attach races with threads being created and ending (the threadchurn fixture makes thousands
+// a second): every attach must stop every thread that exists once it returns — a missed one
+// would keep running and cloning — and release all of them.
+class LiveTargetChurnTest : public ::testing::TestWithParam<FixtureParam> {};
+
+TEST_P(LiveTargetChurnTest, StopsEveryThreadWhileThreadsComeAndGo) {
+  auto exe = build_fixture(GetParam().spec("threadchurn"));
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  auto fx = RunningFixture::start(*exe);
+  ASSERT_TRUE(fx.ok()) << fx.error().message();
+  const pid_t pid = (*fx)->pid();
+  for (int i = 0; i < 20; ++i) {
+    auto t = LiveTarget::attach(Pid(pid));
+    ASSERT_TRUE(t.ok()) << t.error().message();
+    auto held = (*t)->threads();
+    auto states = thread_states(pid);
+    for (const auto& [tid, st] : states) {
+      // An untraced thread caught inside exit (it could not be seized) is reaped by the kernel
+      // on its own; 'Z'/'X' is that thread on its way out, not a running one.
+      if (st == 'Z' || st == 'X') continue;
+      EXPECT_EQ(st, 't') << "attach " << i << ": thread " << tid;
+      EXPECT_TRUE(contains_tid(held, tid)) << "attach " << i << ": thread " << tid;
+    }
+    // Stopped means stopped: the thread list cannot change while attached.
+    EXPECT_EQ(thread_states(pid), states) << "attach " << i;
+    ASSERT_TRUE((*t)->detach().ok());
+    EXPECT_TRUE((*fx)->tracers().empty()) << "attach " << i;
+  }
+  EXPECT_TRUE((*fx)->running_untraced());
+}
+
+INSTANTIATE_TEST_SUITE_P(Go, LiveTargetChurnTest, ::testing::ValuesIn(all_versions()), param_name);
+
 // One Go version is enough for the error paths: they do not depend on the program.
 std::string newest_version() {
   return go_versions().back();
