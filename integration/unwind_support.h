@@ -57,9 +57,58 @@ inline uint64_t word_at(const std::vector<std::byte>& b, uint64_t off) {
   return v;
 }
 
-// Every g in runtime.allgs (one read for the slice header, one for the pointers, one per g).
+struct Range {
+  uint64_t addr = 0, len = 0;
+};
+
+// Reads many ranges with few reads: in address order, ranges less than max_gap apart are read
+// as one block of at most max_block bytes, and each range's bytes are cut out of it. A block
+// that cannot be read whole (an unmapped gap) falls back to one read per range. reads counts
+// the reads made.
+inline Result<std::vector<std::vector<std::byte>>> read_coalesced(target::Memory& mem,
+                                                                  const std::vector<Range>& ranges,
+                                                                  uint64_t max_gap,
+                                                                  uint64_t max_block,
+                                                                  size_t* reads) {
+  std::vector<size_t> order(ranges.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return ranges[a].addr < ranges[b].addr; });
+  std::vector<std::vector<std::byte>> out(ranges.size());
+  std::vector<std::byte> block;
+  for (size_t i = 0; i < order.size();) {
+    uint64_t start = ranges[order[i]].addr, end = start + ranges[order[i]].len;
+    size_t j = i + 1;
+    while (j < order.size()) {
+      const Range& r = ranges[order[j]];
+      uint64_t new_end = std::max(end, r.addr + r.len);
+      if (r.addr > end + max_gap || new_end - start > max_block) break;
+      end = new_end;
+      ++j;
+    }
+    block.resize(end - start);
+    auto got = mem.read_some(Addr(start), block);
+    ++*reads;
+    for (size_t k = i; k < j; ++k) {
+      const Range& r = ranges[order[k]];
+      if (got.ok() && r.addr + r.len - start <= *got) {
+        auto* p = block.data() + (r.addr - start);
+        out[order[k]].assign(p, p + r.len);
+      } else {
+        GOREF_TRY(out[order[k]], mem.read_bytes(Addr(r.addr), r.len));
+        ++*reads;
+      }
+    }
+    i = j;
+  }
+  return out;
+}
+
+// Every g in runtime.allgs (one read for the slice header, one for the pointers, then the gs:
+// one read each, or coalesced reads when coalesce is set).
 inline Result<std::vector<GInfo>> read_allgs(target::Memory& mem, const binary::Dwarf& dw,
-                                             const GLayout& l, uint64_t bias) {
+                                             const GLayout& l, uint64_t bias,
+                                             bool coalesce = false) {
   auto v = dw.variable("runtime.allgs");
   if (!v) return Error(Errc::kNotFound, "DWARF variable runtime.allgs");
   GOREF_TRY(auto hdr, mem.read_bytes(Addr(v->address + bias), 24));
@@ -68,11 +117,21 @@ inline Result<std::vector<GInfo>> read_allgs(target::Memory& mem, const binary::
   GOREF_TRY(auto ptrs, mem.read_bytes(Addr(ptr), len * 8));
   std::vector<GInfo> out;
   out.reserve(len);
+  std::vector<std::vector<std::byte>> blocks;
+  if (coalesce) {
+    std::vector<Range> rs(len);
+    for (uint64_t i = 0; i < len; ++i) rs[i] = {word_at(ptrs, i * 8), l.size};
+    size_t reads = 0;
+    GOREF_TRY(blocks, read_coalesced(mem, rs, 4096, 1 << 20, &reads));
+  }
   std::vector<std::byte> g(l.size);
   for (uint64_t i = 0; i < len; ++i) {
     GInfo gi;
     gi.addr = word_at(ptrs, i * 8);
-    GOREF_CHECK(mem.read_exact(Addr(gi.addr), g));
+    if (coalesce)
+      g = std::move(blocks[i]);
+    else
+      GOREF_CHECK(mem.read_exact(Addr(gi.addr), g));
     gi.lo = word_at(g, l.stack_lo);
     gi.hi = word_at(g, l.stack_hi);
     gi.sp = word_at(g, l.sched_sp);

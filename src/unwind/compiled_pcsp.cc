@@ -41,7 +41,7 @@ Result<CompiledPcsp> CompiledPcsp::build(const binary::Pclntab& tab, Mode mode) 
     c.deltas_.reserve(tab.nfunc() * 4);
     for (size_t i = 0; i < tab.nfunc(); ++i) c.build_one(tab.func(i));
     // Every function is decoded: the pctab copy is no longer needed.
-    c.pctab_ = {};
+    std::vector<std::byte>().swap(c.pctab_);
     c.ends_.shrink_to_fit();
     c.deltas_.shrink_to_fit();
   }
