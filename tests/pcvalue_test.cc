@@ -152,7 +152,7 @@ BuiltTable build_table(const std::vector<std::pair<uint32_t, int32_t>>& inl,
   add_name("main.inner");   // nameOff 11
   add_name("main.deeper");  // nameOff 22
   Buf cutab;
-  put<uint32_t>(cutab, 0, 0);  // file 0 -> filetab offset 0
+  put<uint32_t>(cutab, 0, 0);   // file 0 -> filetab offset 0
   put<uint32_t>(cutab, 4, 10);  // file 1 -> "b.go"
   Buf filetab;
   for (char c : std::string("/src/a.go")) filetab.push_back(static_cast<std::byte>(c));

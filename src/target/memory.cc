@@ -24,7 +24,9 @@ Result<std::vector<std::byte>> Memory::read_bytes(Addr addr, size_t n) {
   return v;
 }
 
-std::optional<uint64_t> Target::auxv(uint64_t) const { return std::nullopt; }
+std::optional<uint64_t> Target::auxv(uint64_t) const {
+  return std::nullopt;
+}
 
 const Mapping* Target::find_mapping(Addr addr) const {
   const auto& m = mappings();
