@@ -170,6 +170,8 @@ std::string build_mode_name(BuildMode m) {
       return "noopt";
     case BuildMode::kStripped:
       return "stripped";
+    case BuildMode::kNoDwarf:
+      return "nodwarf";
   }
   return "?";
 }
@@ -215,6 +217,9 @@ Result<std::string> build_fixture(const BuildSpec& spec) {
       break;
     case BuildMode::kStripped:
       argv.push_back("-ldflags=-s -w");
+      break;
+    case BuildMode::kNoDwarf:
+      argv.push_back("-ldflags=-w");
       break;
   }
   argv.push_back(".");

@@ -35,6 +35,7 @@ enum class BuildMode {
   kPie,       // -buildmode=pie
   kNoOpt,     // -gcflags=all=-N -l
   kStripped,  // -ldflags=-s -w
+  kNoDwarf,   // -ldflags=-w: symbols kept, DWARF dropped
 };
 std::string build_mode_name(BuildMode m);
 

@@ -280,7 +280,7 @@ Result<void> CoreTarget::load_notes(const ElfFile& core, Bytes bytes, bool trunc
 
 void CoreTarget::identify_executable_mappings() {
   if (files_.entries.empty()) {
-    warn("the core has no NT_FILE note: file-backed pages it omits are unavailable");
+    warn("the core has no usable NT_FILE note: file-backed pages it omits are unavailable");
     return;
   }
   // The executable is the file mapping the program's entry point (AT_ENTRY): NT_FILE paths are
@@ -378,6 +378,11 @@ void CoreTarget::build_view(const std::vector<Segment>& segments, const ElfFile&
           }
       mappings_.push_back(std::move(m));
     }
+    // The executable's bytes stand in for what the core omits. The kernel and gcore leave a private
+    // file mapping out (or keep only its first page) when it has no written pages, so the file
+    // holds what memory held; the exception is a coredump_filter that drops written private
+    // pages too (bit 0 clear), where the file gives the initial values — such a core is short of
+    // all anonymous memory anyway and unfit for heap analysis.
     if (!is_exe || e.offset >= exe.size) continue;
     // Only the part of the mapping the file really has (a mapping may run past the file's end).
     uint64_t end = start + std::min(e.range.size(), exe.size - e.offset);
@@ -424,7 +429,8 @@ Result<size_t> CoreTarget::read_some(Addr addr, std::span<std::byte> buf) {
     if (!got) {
       if (done == 0)
         return std::move(got).error().context(
-            "address " + addr.hex() + (p->source == Source::kCore ? ": core " : ": executable "));
+            "address " + addr.hex() +
+            (p->source == Source::kCore ? " (core " + core_path_ + ")" : " (" + exe_path_ + ")"));
       break;
     }
     done += *got;
