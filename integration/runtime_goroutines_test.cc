@@ -55,6 +55,7 @@ TEST_P(RuntimeByVersion, FallbackLayoutEqualsDwarf) {
   EXPECT_EQ(a.parent_goid, b.parent_goid);
   EXPECT_EQ(a.gopc, b.gopc);
   EXPECT_EQ(a.startpc, b.startpc);
+  EXPECT_EQ(a.running_cleanups, b.running_cleanups);
   const auto &ma = dw->m, &mb = fb->m;
   EXPECT_EQ(ma.g0, mb.g0);
   EXPECT_EQ(ma.procid, mb.procid);

@@ -303,6 +303,10 @@ std::vector<TbGoroutine> from_json(const Json& root, std::string& error) {
     g.locked_to_thread = j.get("locked_to_thread") && j.get("locked_to_thread")->boolean();
     if (const Json* fs = j.get("frames"); fs && fs->array()) {
       for (const Json& fj : *fs->array()) {
+        // Every logical frame is listed; "hidden" marks those the runtime's dump leaves out.
+        if (!fj.get("hidden") || !std::holds_alternative<bool>(fj.get("hidden")->v))
+          g.unparsed.push_back("frame without a \"hidden\" boolean");
+        if (fj.get("hidden") && fj.get("hidden")->boolean()) continue;
         TbFrame f;
         f.function = fj.get("function") ? fj.get("function")->str() : "";
         f.file = fj.get("file") ? fj.get("file")->str() : "";

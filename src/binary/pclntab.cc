@@ -340,7 +340,7 @@ std::vector<Frame> Pclntab::symbolize(uint64_t pc) const {
     fr.line = f->line_at(at).value_or(0);
   };
   auto physical = [&](uint64_t at) {
-    Frame fr{std::string(f->name()), {}, 0, false, f->entry()};
+    Frame fr{std::string(f->name()), {}, 0, false, f->entry(), f->func_id()};
     position(at, fr);
     frames.push_back(std::move(fr));
   };
@@ -360,9 +360,10 @@ std::vector<Frame> Pclntab::symbolize(uint64_t pc) const {
     auto n = read(*tree + uint64_t(ix) * kInlinedCallSize, call);
     if (!n.ok() || *n != sizeof call) break;
     // inlinedCall{funcID u8, _ [3]u8, nameOff i32, parentPc i32, startLine i32}.
+    auto func_id = *load<uint8_t>(Bytes(call), 0);
     auto name_off = *load<uint32_t>(Bytes(call), 4);
     auto parent_pc = *load<int32_t>(Bytes(call), 8);
-    Frame fr{std::string(funcname(name_off)), {}, 0, true, f->entry()};
+    Frame fr{std::string(funcname(name_off)), {}, 0, true, f->entry(), func_id};
     position(cur, fr);
     frames.push_back(std::move(fr));
     if (parent_pc < 0 || f->entry() + uint64_t(parent_pc) >= f->end()) break;

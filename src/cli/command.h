@@ -17,6 +17,7 @@ struct Command {
 };
 
 Command add_info_command(CLI::App& root);
+Command add_stacks_command(CLI::App& root);
 Command add_debug_hold_command(CLI::App& root);
 
 }  // namespace goref::cli

@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_code.h"
+#include "cli/json.h"
 #include "goref/binary/build_info.h"
 #include "goref/binary/dwarf.h"
 #include "goref/binary/elf_file.h"
@@ -41,29 +42,6 @@ struct Field {
 
 Field flag_field(std::string key, bool b) {
   return {std::move(key), b ? "yes" : "no", b ? "true" : "false"};
-}
-
-std::string json_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\u{:04x}", c);
-        else
-          out += c;
-    }
-  }
-  return out;
 }
 
 void print(const std::vector<Field>& fields, bool json) {

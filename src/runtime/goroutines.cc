@@ -71,6 +71,7 @@ Goroutine decode_g(Addr addr, Bytes b, const GLayout& L) {
   g.syscallsp = u64(L.syscallsp);
   g.syscallpc = u64(L.syscallpc);
   g.syscallbp = L.syscallbp ? u64(*L.syscallbp) : 0;
+  if (L.running_cleanups) g.running_cleanups = load<uint8_t>(b, *L.running_cleanups).value_or(0);
   return g;
 }
 

@@ -35,13 +35,14 @@ constexpr Row kRows[] = {
     {"runtime.g", "parentGoid", {272, 272, 280, 280, 272, 280, 280}},
     {"runtime.g", "gopc", {280, 280, 288, 288, 280, 288, 288}},
     {"runtime.g", "startpc", {296, 296, 304, 304, 296, 304, 304}},
+    {"runtime.g", "runningCleanups", {-1, -1, -1, -1, 218, 220, 220}},  // Go 1.25+
     {"runtime.m", "g0", {0, 0, 0, 0, 0, 0, 0}},
     {"runtime.m", "procid", {72, 72, 72, 72, 64, 64, 64}},
     {"runtime.m", "gsignal", {80, 80, 80, 80, 72, 72, 72}},
     {"runtime.m", "curg", {192, 192, 192, 192, 184, 184, 184}},
-    {"runtime.m", "alllink", {336, 328, 328, 328, 344, 352, 352}},
-    {"runtime.m", "vdsoSP", {808, 1120, 856, 880, 896, 896, 896}},
-    {"runtime.m", "vdsoPC", {816, 1128, 864, 888, 904, 904, 904}},
+    {"runtime.m", "alllink", {336, 328, 352, 352, 344, 352, 352}},
+    {"runtime.m", "vdsoSP", {808, 1120, 880, 904, 896, 896, 896}},
+    {"runtime.m", "vdsoPC", {816, 1128, 888, 912, 904, 904, 904}},
 };
 
 std::optional<uint64_t> fallback(int minor, std::string_view type, std::string_view field) {
@@ -117,6 +118,7 @@ Result<Layout> resolve_layout(const Program& prog) {
   G.parent_goid = g.optional("parentGoid");
   GOREF_TRY(G.gopc, g.required("gopc"));
   GOREF_TRY(G.startpc, g.required("startpc"));
+  G.running_cleanups = g.optional("runningCleanups");
   auto& M = l.m;
   M.size = m.optional("$size").value_or(0);
   GOREF_TRY(M.g0, m.required("g0"));
@@ -153,6 +155,7 @@ std::optional<Layout> fallback_layout(int minor) {
   l.g.parent_goid = f("runtime.g", "parentGoid");
   l.g.gopc = *f("runtime.g", "gopc");
   l.g.startpc = *f("runtime.g", "startpc");
+  l.g.running_cleanups = f("runtime.g", "runningCleanups");
   l.m.g0 = *f("runtime.m", "g0");
   l.m.procid = *f("runtime.m", "procid");
   l.m.gsignal = *f("runtime.m", "gsignal");

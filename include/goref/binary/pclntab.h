@@ -58,6 +58,9 @@ struct Frame {
   int line = 0;
   bool inlined = false;
   uint64_t entry = 0;  // the physical function's entry, also for inlined frames (as the runtime)
+  // abi.FuncID of the function (of the inlined callee for an inlined frame); the numbering is
+  // the Go version's own (see runtime/funcid.h).
+  uint8_t func_id = 0;
 };
 
 namespace detail {

@@ -49,6 +49,7 @@ struct Goroutine {
   AddrRange stack;
   Gobuf sched;
   uint64_t syscallsp = 0, syscallpc = 0, syscallbp = 0;
+  bool running_cleanups = false;  // Go 1.25+: the cleanup goroutine is running user code
 };
 
 // An M of runtime.allm: a thread (procid is its Linux tid) and what it runs.

@@ -27,6 +27,7 @@ struct GLayout {
   uint64_t lockedm = 0;
   std::optional<uint64_t> parent_goid;  // Go 1.21+
   uint64_t gopc = 0, startpc = 0;
+  std::optional<uint64_t> running_cleanups;  // atomic.Bool, Go 1.25+
 };
 
 struct MLayout {

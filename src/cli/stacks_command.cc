@@ -1,0 +1,158 @@
+// goref stacks PID | goref stacks --core EXE CORE: every goroutine's stack, as the runtime's own
+// traceback prints it, without stopping the process for longer than it takes to copy the
+// goroutines and their stacks. Everything that needs only the executable (the pclntab, DWARF
+// layouts) is read before the target is stopped; unwinding and symbolizing run after it has
+// been let go, on the copies.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cerrno>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/exit_code.h"
+#include "cli/stacks_format.h"
+#include "goref/runtime/process.h"
+#include "goref/runtime/program.h"
+#include "goref/runtime/stack_snapshot.h"
+#include "goref/runtime/traceback.h"
+#include "goref/target/core_target.h"
+#include "goref/target/detach_on_signal.h"
+#include "goref/target/live_target.h"
+#include "goref/unwind/unwinder.h"
+
+namespace goref::cli {
+namespace {
+
+struct StacksOptions {
+  int pid = 0;
+  std::vector<std::string> core;  // EXE CORE
+  std::string format = "text";
+  bool all_frames = false;
+  bool system = false;
+  bool verify = false;
+  bool verbose = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// A live target's executable as goref opens it (/proc/PID/exe works across mount namespaces).
+Result<std::unique_ptr<runtime::Program>> open_program(const std::string& exe,
+                                                       const std::string& what) {
+  auto prog = runtime::Program::open(exe);
+  if (!prog.ok() && prog.error().code() == Errc::kNotGo)
+    return Error(Errc::kNotGo, what + " is not a Go program (no Go build info in " + exe + ")");
+  if (!prog.ok()) return std::move(prog).error().context(what);
+  return prog;
+}
+
+Result<int> run_stacks(const StacksOptions& o) {
+  const auto t0 = Clock::now();
+  std::unique_ptr<target::Target> target;
+  target::LiveTarget* live = nullptr;
+  std::unique_ptr<runtime::Program> prog;
+  if (o.pid > 0) {
+    GOREF_CHECK(target::install_detach_on_signal());
+    std::string what = "process " + std::to_string(o.pid);
+    // Read the executable before stopping anything: the pause is only for copying memory.
+    if (kill(o.pid, 0) != 0 && errno == ESRCH)
+      return Error(Errc::kNoSuchProcess, what + " does not exist");
+    GOREF_TRY(prog, open_program("/proc/" + std::to_string(o.pid) + "/exe", what));
+    GOREF_TRY(auto lt, target::LiveTarget::attach(Pid(o.pid)));
+    live = lt.get();
+    target = std::move(lt);
+  } else {
+    GOREF_TRY(prog, open_program(o.core[0], o.core[0]));
+    GOREF_TRY(auto ct, target::CoreTarget::open(o.core[1], o.core[0]));
+    for (const auto& w : ct->warnings()) fmt::print(stderr, "goref: warning: {}\n", w);
+    target = std::move(ct);
+  }
+
+  GOREF_TRY(auto proc, runtime::Process::open(*target, *prog));
+  auto snap = runtime::snapshot_stacks(*proc);
+  double pause_ms = 0;
+  if (live) {
+    GOREF_CHECK(live->detach());
+    pause_ms = std::chrono::duration<double, std::milli>(live->pause()).count();
+  }
+  if (!snap.ok())
+    return std::move(snap).error().context(o.pid > 0 ? "process " + std::to_string(o.pid)
+                                                     : "core " + o.core[1]);
+  for (const auto& w : snap->all.warnings) fmt::print(stderr, "goref: warning: {}\n", w);
+
+  const auto t1 = Clock::now();
+  unwind::Unwinder unwinder(prog->pclntab(), proc->load_bias(), target->arch());
+  runtime::TracebackOptions topts;
+  topts.verify = o.verify;
+  auto traces = runtime::trace_goroutines(*proc, *snap, unwinder, topts);
+
+  StacksFormatOptions fo{o.all_frames, o.system};
+  std::string text =
+      o.format == "json" ? format_stacks_json(traces, fo) : format_stacks_text(traces, fo);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+
+  size_t listed = 0, incomplete = 0, mismatched = 0;
+  for (const auto& t : traces) {
+    if (t.system && !o.system) continue;
+    ++listed;
+    if (!t.error.empty()) ++incomplete;
+    if (!t.verify_mismatch.empty()) {
+      ++mismatched;
+      fmt::print(stderr, "goref: verify: goroutine {}: frame pointers and pcsp differ at {}\n",
+                 t.g->goid, t.verify_mismatch);
+    }
+  }
+  if (o.verbose) {
+    if (live)
+      fmt::print(stderr,
+                 "goref: target stopped for {:.2f} ms ({} goroutines, {:.1f} MiB of "
+                 "stacks copied)\n",
+                 pause_ms, snap->all.gs.size(), snap->bytes_copied / 1048576.0);
+    fmt::print(stderr, "goref: unwound and symbolized in {:.2f} ms; {:.2f} ms in all\n",
+               ms_since(t1), ms_since(t0));
+  }
+  if (o.verify)
+    fmt::print(stderr, "goref: verify: {} of {} goroutines differ between the two unwinders\n",
+               mismatched, listed);
+  if (incomplete > 0)
+    fmt::print(stderr, "goref: {} of {} goroutines have incomplete stacks (marked in the dump)\n",
+               incomplete, listed);
+  return incomplete > 0 || mismatched > 0 ? kExitPartial : kExitOk;
+}
+
+}  // namespace
+
+Command add_stacks_command(CLI::App& root) {
+  auto o = std::make_shared<StacksOptions>();
+  auto* app = root.add_subcommand("stacks",
+                                  "Every goroutine's stack, in the runtime's own traceback format");
+  auto* pid = app->add_option("pid", o->pid, "process id of a running Go program");
+  auto* core = app->add_option("--core", o->core, "an executable and a core file of it")
+                   ->expected(2)
+                   ->type_name("EXE CORE");
+  pid->excludes(core);
+  app->add_option("--format", o->format, "text (the runtime's format) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  app->add_flag("--all-frames", o->all_frames, "also show the runtime frames the runtime hides");
+  app->add_flag("--system", o->system, "also list the runtime's own goroutines");
+  app->add_flag("--verify", o->verify,
+                "also unwind by frame pointers and report where the two unwinders differ");
+  app->add_flag("-v,--verbose", o->verbose, "print how long the target was stopped");
+  app->callback([pid, core] {
+    if (pid->count() == 0 && core->count() == 0)
+      throw CLI::ValidationError("stacks", "give a PID or --core EXE CORE");
+  });
+  return {app, [o] { return run_stacks(*o); }};
+}
+
+}  // namespace goref::cli

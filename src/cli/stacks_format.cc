@@ -1,0 +1,106 @@
+#include "cli/stacks_format.h"
+
+#include <fmt/format.h>
+
+#include "cli/json.h"
+
+namespace goref::cli {
+namespace {
+
+using runtime::GoroutineTrace;
+using runtime::LogicalFrame;
+
+std::string header(const GoroutineTrace& t) {
+  const auto& g = *t.g;
+  std::string s = fmt::format("goroutine {} [{}", g.goid, t.status);
+  if (g.status == runtime::k_Gleaked) s += " (leaked)";
+  if (g.scan) s += " (scan)";
+  if (t.wait_minutes >= 1) s += fmt::format(", {} minutes", t.wait_minutes);
+  if (g.locked_to_thread) s += ", locked to thread";
+  return s + "]:\n";
+}
+
+void frame_text(const LogicalFrame& f, std::string& out) {
+  if (f.inlined) {
+    out += fmt::format("{}(...)\n\t{}:{}\n", f.function, f.file, f.line);
+    return;
+  }
+  out += fmt::format("{}({})\n\t{}:{}", f.function, f.args, f.file, f.line);
+  if (f.pc > f.entry) out += fmt::format(" +{:#x}", f.pc - f.entry);
+  out += "\n";
+}
+
+}  // namespace
+
+std::string format_stacks_text(const std::vector<GoroutineTrace>& traces,
+                               const StacksFormatOptions& o) {
+  std::string out;
+  bool first = true;
+  for (const auto& t : traces) {
+    if (t.system && !o.system) continue;
+    if (!first) out += "\n";
+    first = false;
+    out += header(t);
+    std::vector<const LogicalFrame*> frames;
+    for (const auto& f : t.frames)
+      if (o.all_frames || f.shown) frames.push_back(&f);
+    // traceback1: the innermost 50 and the outermost 50 frames, the middle elided.
+    constexpr size_t inner = runtime::kTracebackInnerFrames, outer = runtime::kTracebackOuterFrames;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (frames.size() > inner + outer && i == inner) {
+        out += fmt::format("...{} frames elided...\n", frames.size() - inner - outer);
+        i = frames.size() - outer;
+      }
+      frame_text(*frames[i], out);
+    }
+    if (!t.error.empty())
+      out += fmt::format("\t{}: {}\n", t.frames.empty() ? "stack unavailable" : "stack incomplete",
+                         t.error);
+    if (t.created_by) {
+      const auto& c = *t.created_by;
+      out += "created by " + c.function;
+      if (c.goroutine != 0) out += fmt::format(" in goroutine {}", c.goroutine);
+      out += fmt::format("\n\t{}:{}", c.file, c.line);
+      if (c.pc > c.entry) out += fmt::format(" +{:#x}", c.pc - c.entry);
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string format_stacks_json(const std::vector<GoroutineTrace>& traces,
+                               const StacksFormatOptions& o) {
+  std::string out = "{\"goroutines\":[";
+  bool first = true;
+  for (const auto& t : traces) {
+    if (t.system && !o.system) continue;
+    if (!first) out += ",";
+    first = false;
+    const auto& g = *t.g;
+    out += fmt::format(
+        "\n{{\"id\":{},\"status\":{},\"wait_minutes\":{},\"locked_to_thread\":{},\"system\":{},"
+        "\"frames\":[",
+        g.goid, json_string(t.status), t.wait_minutes, g.locked_to_thread, t.system);
+    for (size_t i = 0; i < t.frames.size(); ++i) {
+      const auto& f = t.frames[i];
+      out += fmt::format(
+          "{}{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\",\"inlined\":{},"
+          "\"hidden\":{}}}",
+          i ? "," : "", json_string(f.function), json_string(f.file), f.line, f.pc, f.inlined,
+          !f.shown);
+    }
+    out += "]";
+    if (t.created_by) {
+      const auto& c = *t.created_by;
+      out += fmt::format(
+          ",\"created_by\":{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\","
+          "\"goroutine\":{}}}",
+          json_string(c.function), json_string(c.file), c.line, c.pc, c.goroutine);
+    }
+    if (!t.error.empty()) out += ",\"error\":" + json_string(t.error);
+    out += "}";
+  }
+  return out + "\n]}\n";
+}
+
+}  // namespace goref::cli
