@@ -10,6 +10,24 @@ namespace {
 using runtime::GoroutineTrace;
 using runtime::LogicalFrame;
 
+std::string_view source_name(runtime::StackStart s) {
+  switch (s) {
+    case runtime::StackStart::kSched:
+      return "sched";
+    case runtime::StackStart::kSyscall:
+      return "syscall";
+    case runtime::StackStart::kVdso:
+      return "vdso";
+    case runtime::StackStart::kRegisters:
+      return "registers";
+    case runtime::StackStart::kG0:
+      return "g0";
+    case runtime::StackStart::kSignal:
+      return "signal";
+  }
+  return "?";
+}
+
 std::string header(const GoroutineTrace& t) {
   const auto& g = *t.g;
   std::string s = fmt::format("goroutine {} [{}", g.goid, t.status);
@@ -79,8 +97,9 @@ std::string format_stacks_json(const std::vector<GoroutineTrace>& traces,
     const auto& g = *t.g;
     out += fmt::format(
         "\n{{\"id\":{},\"status\":{},\"wait_minutes\":{},\"locked_to_thread\":{},\"system\":{},"
-        "\"frames\":[",
-        g.goid, json_string(t.status), t.wait_minutes, g.locked_to_thread, t.system);
+        "\"stack_from\":\"{}\",\"frames\":[",
+        g.goid, json_string(t.status), t.wait_minutes, g.locked_to_thread, t.system,
+        source_name(t.source));
     for (size_t i = 0; i < t.frames.size(); ++i) {
       const auto& f = t.frames[i];
       out += fmt::format(

@@ -25,8 +25,8 @@ Result<unwind::StackImage> copy_stack(target::Target& t, uint64_t from, AddrRang
   return img;
 }
 
-// The g0 stack bounds of an M (g0 is a runtime.g, but not in allgs).
-Result<AddrRange> g0_bounds(const Process& p, Addr g0) {
+// The stack bounds of an M's g0 or gsignal (runtime.g structures that are not in allgs).
+Result<AddrRange> g_stack_bounds(const Process& p, Addr g0) {
   const auto& L = p.layout().g;
   GOREF_TRY(uint64_t lo, p.target().read_word(g0 + L.stack_lo));
   GOREF_TRY(uint64_t hi, p.target().read_word(g0 + L.stack_hi));
@@ -57,17 +57,24 @@ Result<void> locate(const Process& p, const Goroutine& g, const ThreadM* m, Goro
       s.source = StackStart::kRegisters;
       s.start = {regs.pc, regs.sp, regs.fp, regs.lr};
     } else {
-      GOREF_TRY(auto g0, g0_bounds(p, m->g0));
-      if (!g0.contains(Addr(regs.sp)))
-        return Error(Errc::kUnsupported,
-                     "thread " + m->tid.str() + " is at sp " + to_hex(regs.sp) +
-                         ", outside the goroutine's and its g0's stacks (a signal handler or C "
-                         "code)");
-      s.source = StackStart::kG0;
-      s.g0_start = {regs.pc, regs.sp, regs.fp, regs.lr};
-      GOREF_TRY(s.g0_image, copy_stack(t, regs.sp, g0).context("g0 stack"));
-      // systemstack and morestack left the goroutine's own context in g.sched.
-      s.start = {g.sched.pc, g.sched.sp, g.sched.bp, g.sched.lr};
+      GOREF_TRY(auto g0, g_stack_bounds(p, m->g0));
+      GOREF_TRY(auto gsignal, g_stack_bounds(p, m->gsignal));
+      s.thread_start = {regs.pc, regs.sp, regs.fp, regs.lr};
+      if (g0.contains(Addr(regs.sp))) {
+        s.source = StackStart::kG0;
+        GOREF_TRY(s.thread_image, copy_stack(t, regs.sp, g0).context("g0 stack"));
+        // systemstack and morestack left the goroutine's own context in g.sched.
+        s.start = {g.sched.pc, g.sched.sp, g.sched.bp, g.sched.lr};
+      } else if (gsignal.contains(Addr(regs.sp))) {
+        s.source = StackStart::kSignal;
+        GOREF_TRY(s.thread_image, copy_stack(t, regs.sp, gsignal).context("gsignal stack"));
+        GOREF_TRY(s.image, copy_stack(t, g.stack.start.value(), g.stack));
+        return {};
+      } else {
+        return Error(Errc::kUnsupported, "thread " + m->tid.str() + " is at sp " + to_hex(regs.sp) +
+                                             ", outside the goroutine's, g0's and gsignal's "
+                                             "stacks (C code?)");
+      }
     }
   }
   GOREF_TRY(s.image, copy_stack(t, s.start.sp, g.stack));
@@ -111,7 +118,8 @@ Result<StackSnapshot> snapshot_stacks(const Process& p) {
       snap.stacks[i].image = {};
       continue;
     }
-    snap.bytes_copied += snap.stacks[i].image.bytes.size() + snap.stacks[i].g0_image.bytes.size();
+    snap.bytes_copied +=
+        snap.stacks[i].image.bytes.size() + snap.stacks[i].thread_image.bytes.size();
   }
   return snap;
 }

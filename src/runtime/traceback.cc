@@ -230,6 +230,35 @@ unwind::StartState fix_nil_pc(unwind::StartState s, const unwind::StackImage& im
   return s;
 }
 
+// A thread in a signal handler: the handler's frames lead up to runtime.sigtramp, whose CFA
+// locates the kernel's signal frame and the registers it saved when the goroutine was
+// interrupted. These are where the goroutine's own frames start.
+Result<unwind::StartState> interrupted_context(const Process& p, const Unwinder& u,
+                                               const GoroutineStack& s,
+                                               const TracebackOptions& opts) {
+  auto off = target::signal_frame_offsets(p.target().arch());
+  if (!off)
+    return Error(Errc::kUnsupported, "in a signal handler (not unwound on this architecture)");
+  Unwound sig = u.unwind(s.thread_image, s.thread_start, opts.method, opts.max_frames);
+  if (sig.stop != StopReason::kTopFrame || sig.frames.empty() ||
+      sig.frames.back().function != "runtime.sigtramp")
+    return Error(Errc::kBadFormat,
+                 "in a signal handler whose frames do not lead to "
+                 "runtime.sigtramp: " +
+                     stop_text(sig));
+  uint64_t cfa = sig.frames.back().fp;
+  auto pc = s.thread_image.word(Addr(cfa + off->pc));
+  auto sp = s.thread_image.word(Addr(cfa + off->sp));
+  auto fp = s.thread_image.word(Addr(cfa + off->fp));
+  if (!pc || !sp || !fp)
+    return Error(Errc::kBadFormat, "in a signal handler: the signal frame at " + to_hex(cfa) +
+                                       " is outside the gsignal stack copy");
+  if (!s.image.contains(Addr(*sp), 0))
+    return Error(Errc::kUnsupported, "interrupted by a signal at sp " + to_hex(*sp) +
+                                         ", outside the goroutine's stack (on g0?)");
+  return unwind::StartState{*pc, *sp, *fp, 0};
+}
+
 void trace_one(const Process& p, const GoroutineStack& s, const Unwinder& u,
                const TracebackOptions& opts, GoroutineTrace& t) {
   t.source = s.source;
@@ -238,17 +267,27 @@ void trace_one(const Process& p, const GoroutineStack& s, const Unwinder& u,
     return;
   }
   const auto arch = p.target().arch();
+  unwind::StartState start = s.start;
+  bool trap = s.source == StackStart::kRegisters;
   if (s.source == StackStart::kG0) {
-    Unwound g0 = u.unwind(s.g0_image, s.g0_start, opts.method, opts.max_frames);
-    add_frames(p, g0, s.g0_image, /*trap=*/true, t.frames);
+    Unwound g0 = u.unwind(s.thread_image, s.thread_start, opts.method, opts.max_frames);
+    add_frames(p, g0, s.thread_image, /*trap=*/true, t.frames);
     if (g0.stop != StopReason::kStackSwitch) {
       t.error = "g0 stack: " + stop_text(g0);
       return;
     }
+  } else if (s.source == StackStart::kSignal) {
+    auto ctx = interrupted_context(p, u, s, opts);
+    if (!ctx.ok()) {
+      t.error = ctx.error().message();
+      return;
+    }
+    start = *ctx;
+    trap = true;
   }
-  auto start = fix_nil_pc(s.start, s.image, arch);
+  start = fix_nil_pc(start, s.image, arch);
   Unwound main = u.unwind(s.image, start, opts.method, opts.max_frames);
-  add_frames(p, main, s.image, /*trap=*/s.source == StackStart::kRegisters, t.frames);
+  add_frames(p, main, s.image, trap, t.frames);
   if (main.stop != StopReason::kTopFrame) t.error = stop_text(main);
   if (opts.verify) {
     Unwound fp = u.unwind(s.image, start, Unwinder::Method::kFramePointer, opts.max_frames);

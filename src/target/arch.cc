@@ -22,4 +22,15 @@ Arch host_arch() {
 #endif
 }
 
+std::optional<SignalFrameOffsets> signal_frame_offsets(Arch a) {
+  if (a != Arch::kAmd64) return std::nullopt;
+  // rt_sigframe: pretcode (8), ucontext {uc_flags 8, uc_link 8, uc_stack 24}, then sigcontext
+  // {r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip}: rbp is word 10, rsp 15, rip 16.
+  // Offsets are from the frame start, CFA - 8.
+  constexpr uint64_t kSigcontext = 8 + 40;
+  constexpr uint64_t kCfaToFrame = 8;
+  return SignalFrameOffsets{kSigcontext + 16 * 8 - kCfaToFrame, kSigcontext + 15 * 8 - kCfaToFrame,
+                            kSigcontext + 10 * 8 - kCfaToFrame};
+}
+
 }  // namespace goref::target

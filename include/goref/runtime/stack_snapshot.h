@@ -3,7 +3,8 @@
 // where its stack starts (as the runtime's unwinder.initAt and traceback1 choose it: the saved
 // syscall context, the VDSO context, the thread's registers for a running goroutine, else
 // g.sched) and a copy of its stack from there to the top, taken in one read. A goroutine running
-// on its M's g0 stack (inside systemstack or morestack) also gets a copy of the g0 part.
+// on its M's g0 stack (inside systemstack or morestack) or in a signal handler on its gsignal
+// stack also gets a copy of that part.
 //
 // A goroutine whose stack cannot be located or read gets an error and no image; the others are
 // unaffected.
@@ -27,15 +28,20 @@ enum class StackStart {
   kVdso,       // m.vdsoPC/vdsoSP: inside a VDSO call (time.Now on a running goroutine)
   kRegisters,  // the registers of the thread running it
   kG0,         // the thread runs it on g0: the g0 part first, then the goroutine's own stack
+  // The thread is in a signal handler (on gsignal, e.g. a preemption SIGURG): the goroutine's
+  // frames start at the context the kernel saved in the signal frame.
+  kSignal,
 };
 
 struct GoroutineStack {
   StackStart source = StackStart::kSched;
   unwind::StartState start;
-  unwind::StackImage image;  // [start.sp, stack.hi) of the goroutine's stack
-  // kG0 only: the thread's registers and [sp, g0.stack.hi) of the g0 stack.
-  unwind::StartState g0_start;
-  unwind::StackImage g0_image;
+  // [start.sp, stack.hi) of the goroutine's stack; kSignal: all of it, as start is known only
+  // once the signal frame has been found.
+  unwind::StackImage image;
+  // kG0 and kSignal: the thread's registers and [sp, hi) of the g0 or gsignal stack it is on.
+  unwind::StartState thread_start;
+  unwind::StackImage thread_image;
   std::string error;  // non-empty: the stack could not be located or copied
 };
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace goref::target {
@@ -29,5 +30,15 @@ struct Registers {
   std::array<uint64_t, 34> gpr{};
   uint8_t ngpr = 0;
 };
+
+// Where the kernel's signal frame (rt_sigframe) keeps the interrupted thread's pc, sp and fp, as
+// offsets from the CFA of the signal trampoline's frame: on amd64 the kernel leaves the handler
+// with sp at the frame's return-address slot (pretcode), so the frame starts at CFA - 8, and the
+// ucontext's sigcontext follows pretcode and ucontext's flags, link and stack fields.
+// nullopt where goref does not know the layout (arm64, for now).
+struct SignalFrameOffsets {
+  uint64_t pc = 0, sp = 0, fp = 0;
+};
+[[nodiscard]] std::optional<SignalFrameOffsets> signal_frame_offsets(Arch a);
 
 }  // namespace goref::target
