@@ -14,6 +14,7 @@
 #include "goref/base/result.h"
 #include "goref/binary/dwarf.h"
 #include "goref/binary/pclntab.h"
+#include "goref/target/batch_read.h"
 #include "goref/target/memory.h"
 #include "goref/unwind/stack_image.h"
 
@@ -61,45 +62,24 @@ struct Range {
   uint64_t addr = 0, len = 0;
 };
 
-// Reads many ranges with few reads: in address order, ranges less than max_gap apart are read
-// as one block of at most max_block bytes, and each range's bytes are cut out of it. A block
-// that cannot be read whole (an unmapped gap) falls back to one read per range. reads counts
-// the reads made.
+// Reads many ranges with few reads (target::read_ranges); fails if any range fails. reads
+// counts the reads made.
 inline Result<std::vector<std::vector<std::byte>>> read_coalesced(target::Memory& mem,
                                                                   const std::vector<Range>& ranges,
                                                                   uint64_t max_gap,
                                                                   uint64_t max_block,
                                                                   size_t* reads) {
-  std::vector<size_t> order(ranges.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return ranges[a].addr < ranges[b].addr; });
-  std::vector<std::vector<std::byte>> out(ranges.size());
-  std::vector<std::byte> block;
-  for (size_t i = 0; i < order.size();) {
-    uint64_t start = ranges[order[i]].addr, end = start + ranges[order[i]].len;
-    size_t j = i + 1;
-    while (j < order.size()) {
-      const Range& r = ranges[order[j]];
-      uint64_t new_end = std::max(end, r.addr + r.len);
-      if (r.addr > end + max_gap || new_end - start > max_block) break;
-      end = new_end;
-      ++j;
-    }
-    block.resize(end - start);
-    auto got = mem.read_some(Addr(start), block);
-    ++*reads;
-    for (size_t k = i; k < j; ++k) {
-      const Range& r = ranges[order[k]];
-      if (got.ok() && r.addr + r.len - start <= *got) {
-        auto* p = block.data() + (r.addr - start);
-        out[order[k]].assign(p, p + r.len);
-      } else {
-        GOREF_TRY(out[order[k]], mem.read_bytes(Addr(r.addr), r.len));
-        ++*reads;
-      }
-    }
-    i = j;
+  std::vector<target::Range> rs;
+  rs.reserve(ranges.size());
+  for (const auto& r : ranges) rs.push_back({Addr(r.addr), r.len});
+  target::BatchReadStats st;
+  auto got = target::read_ranges(mem, rs, max_gap, max_block, &st);
+  *reads += st.reads;
+  std::vector<std::vector<std::byte>> out;
+  out.reserve(got.size());
+  for (auto& g : got) {
+    if (!g.ok()) return std::move(g).error();
+    out.push_back(std::move(*g));
   }
   return out;
 }

@@ -3,9 +3,14 @@
 #include <unordered_set>
 
 #include "goref/base/bytes.h"
+#include "goref/target/batch_read.h"
 
 namespace goref::runtime {
 namespace {
+
+// g structures closer than this are read together, in blocks of at most kGCoalesceBlock.
+constexpr uint64_t kGCoalesceGap = 4096;
+constexpr uint64_t kGCoalesceBlock = 1 << 20;
 
 // Reads a [N]string global into host strings; N from the variable's size.
 std::vector<std::string> read_string_array(const Process& p, std::string_view name,
@@ -93,17 +98,21 @@ Result<Goroutines> read_goroutines(const Process& p) {
   GOREF_CHECK(t.read_exact(Addr(allgs_ptr), std::as_writable_bytes(std::span(ptrs)))
                   .context("runtime.allgs array at " + to_hex(allgs_ptr)));
 
+  // The g structures, coalesced: they are allocated together, so a few large reads fetch them.
   const auto& L = p.layout().g;
-  std::vector<std::byte> buf(L.size);
-  out.gs.reserve(ptrs.size());
-  for (uint64_t gp : ptrs) {
-    if (gp == 0) continue;
-    auto r = t.read_exact(Addr(gp), buf);
-    if (!r.ok()) {
-      out.warnings.push_back("goroutine at " + to_hex(gp) + ": " + r.error().message());
+  std::vector<target::Range> ranges;
+  ranges.reserve(ptrs.size());
+  for (uint64_t gp : ptrs)
+    if (gp != 0) ranges.push_back({Addr(gp), L.size});
+  auto bufs = target::read_ranges(t, ranges, kGCoalesceGap, kGCoalesceBlock);
+  out.gs.reserve(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (!bufs[i].ok()) {
+      out.warnings.push_back("goroutine at " + ranges[i].addr.hex() + ": " +
+                             bufs[i].error().message());
       continue;
     }
-    Goroutine g = decode_g(Addr(gp), buf, L);
+    Goroutine g = decode_g(ranges[i].addr, *bufs[i], L);
     // The runtime skips dead goroutines everywhere (and, from Go 1.26, dead ones that an
     // extra M keeps for cgo callbacks).
     if (g.status == k_Gdead || g.status == k_Gdeadextra) continue;

@@ -5,19 +5,30 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "goref/target/batch_read.h"
 #include "goref/target/target.h"
 
 namespace goref::runtime {
 namespace {
 
-// Copies [from, hi) of a stack whose bounds are [lo, hi) in one read.
-Result<unwind::StackImage> copy_stack(target::Target& t, uint64_t from, AddrRange bounds) {
+// Stack copies closer than this are read together, in blocks of at most kStackCoalesceBlock.
+constexpr uint64_t kStackCoalesceGap = 4096;
+constexpr uint64_t kStackCoalesceBlock = 4 << 20;
+
+// Checks that [from, hi) is a plausible part of a stack whose bounds are [lo, hi).
+Result<void> check_stack(uint64_t from, AddrRange bounds) {
   if (bounds.start >= bounds.end || bounds.size() > kMaxStackBytes)
     return Error(Errc::kBadFormat, "stack bounds [" + bounds.start.hex() + ", " + bounds.end.hex() +
                                        ") are not plausible");
   if (from < bounds.start.value() || from > bounds.end.value())
     return Error(Errc::kBadFormat, "sp " + to_hex(from) + " is outside the stack [" +
                                        bounds.start.hex() + ", " + bounds.end.hex() + ")");
+  return {};
+}
+
+// Copies [from, hi) of a stack whose bounds are [lo, hi) in one read.
+Result<unwind::StackImage> copy_stack(target::Target& t, uint64_t from, AddrRange bounds) {
+  GOREF_CHECK(check_stack(from, bounds));
   unwind::StackImage img;
   img.lo = Addr(from);
   img.bytes.resize(bounds.end.value() - from);
@@ -33,8 +44,10 @@ Result<AddrRange> g_stack_bounds(const Process& p, Addr g0) {
   return AddrRange{Addr(lo), Addr(hi)};
 }
 
-// Fills s for one goroutine; returns an error that names what was missing.
-Result<void> locate(const Process& p, const Goroutine& g, const ThreadM* m, GoroutineStack& s) {
+// Fills s for one goroutine, except its image: *copy_from is where the copy of the goroutine's
+// stack must start. Returns an error that names what was missing.
+Result<void> locate(const Process& p, const Goroutine& g, const ThreadM* m, GoroutineStack& s,
+                    uint64_t* copy_from) {
   auto& t = p.target();
   // unwinder.initAt: a saved syscall context wins over g.sched.
   if (g.syscallsp != 0) {
@@ -68,7 +81,7 @@ Result<void> locate(const Process& p, const Goroutine& g, const ThreadM* m, Goro
       } else if (gsignal.contains(Addr(regs.sp))) {
         s.source = StackStart::kSignal;
         GOREF_TRY(s.thread_image, copy_stack(t, regs.sp, gsignal).context("gsignal stack"));
-        GOREF_TRY(s.image, copy_stack(t, g.stack.start.value(), g.stack));
+        *copy_from = g.stack.start.value();
         return {};
       } else {
         return Error(Errc::kUnsupported, "thread " + m->tid.str() + " is at sp " + to_hex(regs.sp) +
@@ -77,7 +90,7 @@ Result<void> locate(const Process& p, const Goroutine& g, const ThreadM* m, Goro
       }
     }
   }
-  GOREF_TRY(s.image, copy_stack(t, s.start.sp, g.stack));
+  *copy_from = s.start.sp;
   return {};
 }
 
@@ -106,20 +119,37 @@ Result<StackSnapshot> snapshot_stacks(const Process& p) {
   std::unordered_map<uint64_t, const ThreadM*> m_by_addr;
   for (const auto& m : snap.all.ms) m_by_addr[m.addr.value()] = &m;
   snap.stacks.resize(snap.all.gs.size());
+  std::vector<target::Range> ranges;
+  std::vector<size_t> range_of;  // goroutine index of each range
   for (size_t i = 0; i < snap.all.gs.size(); ++i) {
     const auto& g = snap.all.gs[i];
+    auto& s = snap.stacks[i];
     const ThreadM* m = nullptr;
     if (auto it = m_by_addr.find(g.m.value()); g.m && it != m_by_addr.end()) m = it->second;
     // An M that runs g must also name it as its curg; otherwise g.m is stale.
     if (m && m->curg != g.addr) m = nullptr;
-    auto r = locate(p, g, m, snap.stacks[i]);
+    uint64_t from = 0;
+    auto r = locate(p, g, m, s, &from);
+    if (r.ok()) r = check_stack(from, g.stack);
     if (!r.ok()) {
-      snap.stacks[i].error = r.error().message();
-      snap.stacks[i].image = {};
+      s.error = r.error().message();
       continue;
     }
-    snap.bytes_copied +=
-        snap.stacks[i].image.bytes.size() + snap.stacks[i].thread_image.bytes.size();
+    ranges.push_back({Addr(from), g.stack.end.value() - from});
+    range_of.push_back(i);
+  }
+  // Stacks are allocated from spans of neighbouring memory: coalesced reads copy them with a
+  // fraction of the system calls.
+  auto copies = target::read_ranges(p.target(), ranges, kStackCoalesceGap, kStackCoalesceBlock);
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    auto& s = snap.stacks[range_of[k]];
+    if (!copies[k].ok()) {
+      s.error = "stack copy: " + copies[k].error().message();
+      continue;
+    }
+    s.image.lo = ranges[k].addr;
+    s.image.bytes = std::move(*copies[k]);
+    snap.bytes_copied += s.image.bytes.size() + s.thread_image.bytes.size();
   }
   return snap;
 }
