@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 #include "cli/json.h"
 
 namespace goref::cli {
@@ -40,11 +42,11 @@ std::string header(const GoroutineTrace& t) {
 
 void frame_text(const LogicalFrame& f, std::string& out) {
   if (f.inlined) {
-    out += fmt::format("{}(...)\n\t{}:{}\n", f.function, f.file, f.line);
+    fmt::format_to(std::back_inserter(out), "{}(...)\n\t{}:{}\n", f.function, f.file, f.line);
     return;
   }
-  out += fmt::format("{}({})\n\t{}:{}", f.function, f.args, f.file, f.line);
-  if (f.pc > f.entry) out += fmt::format(" +{:#x}", f.pc - f.entry);
+  fmt::format_to(std::back_inserter(out), "{}({})\n\t{}:{}", f.function, f.args, f.file, f.line);
+  if (f.pc > f.entry) fmt::format_to(std::back_inserter(out), " +{:#x}", f.pc - f.entry);
   out += "\n";
 }
 
@@ -66,20 +68,22 @@ std::string format_stacks_text(const std::vector<GoroutineTrace>& traces,
     constexpr size_t inner = runtime::kTracebackInnerFrames, outer = runtime::kTracebackOuterFrames;
     for (size_t i = 0; i < frames.size(); ++i) {
       if (frames.size() > inner + outer && i == inner) {
-        out += fmt::format("...{} frames elided...\n", frames.size() - inner - outer);
+        fmt::format_to(std::back_inserter(out), "...{} frames elided...\n",
+                       frames.size() - inner - outer);
         i = frames.size() - outer;
       }
       frame_text(*frames[i], out);
     }
     if (!t.error.empty())
-      out += fmt::format("\t{}: {}\n", t.frames.empty() ? "stack unavailable" : "stack incomplete",
-                         t.error);
+      fmt::format_to(std::back_inserter(out), "\t{}: {}\n",
+                     t.frames.empty() ? "stack unavailable" : "stack incomplete", t.error);
     if (t.created_by) {
       const auto& c = *t.created_by;
       out += "created by " + c.function;
-      if (c.goroutine != 0) out += fmt::format(" in goroutine {}", c.goroutine);
-      out += fmt::format("\n\t{}:{}", c.file, c.line);
-      if (c.pc > c.entry) out += fmt::format(" +{:#x}", c.pc - c.entry);
+      if (c.goroutine != 0)
+        fmt::format_to(std::back_inserter(out), " in goroutine {}", c.goroutine);
+      fmt::format_to(std::back_inserter(out), "\n\t{}:{}", c.file, c.line);
+      if (c.pc > c.entry) fmt::format_to(std::back_inserter(out), " +{:#x}", c.pc - c.entry);
       out += "\n";
     }
   }
@@ -95,26 +99,27 @@ std::string format_stacks_json(const std::vector<GoroutineTrace>& traces,
     if (!first) out += ",";
     first = false;
     const auto& g = *t.g;
-    out += fmt::format(
+    fmt::format_to(
+        std::back_inserter(out),
         "\n{{\"id\":{},\"status\":{},\"wait_minutes\":{},\"locked_to_thread\":{},\"system\":{},"
         "\"stack_from\":\"{}\",\"frames\":[",
         g.goid, json_string(t.status), t.wait_minutes, g.locked_to_thread, t.system,
         source_name(t.source));
     for (size_t i = 0; i < t.frames.size(); ++i) {
       const auto& f = t.frames[i];
-      out += fmt::format(
-          "{}{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\",\"inlined\":{},"
-          "\"hidden\":{}}}",
-          i ? "," : "", json_string(f.function), json_string(f.file), f.line, f.pc, f.inlined,
-          !f.shown);
+      fmt::format_to(std::back_inserter(out),
+                     "{}{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\",\"inlined\":{},"
+                     "\"hidden\":{}}}",
+                     i ? "," : "", json_string(f.function), json_string(f.file), f.line, f.pc,
+                     f.inlined, !f.shown);
     }
     out += "]";
     if (t.created_by) {
       const auto& c = *t.created_by;
-      out += fmt::format(
-          ",\"created_by\":{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\","
-          "\"goroutine\":{}}}",
-          json_string(c.function), json_string(c.file), c.line, c.pc, c.goroutine);
+      fmt::format_to(std::back_inserter(out),
+                     ",\"created_by\":{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\","
+                     "\"goroutine\":{}}}",
+                     json_string(c.function), json_string(c.file), c.line, c.pc, c.goroutine);
     }
     if (!t.error.empty()) out += ",\"error\":" + json_string(t.error);
     out += "}";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <unordered_map>
 
 #include "goref/binary/pclntab.h"
 
@@ -48,24 +49,37 @@ std::string print_name(std::string_view raw) {
   return func_name_for_print(raw);
 }
 
-// printArgs: the argument words of a physical frame as the runtime prints them, from the
-// function's FUNCDATA_ArgInfo and ArgLiveInfo, reading the words from the stack copy.
-std::string print_args(const binary::Pclntab& tab, const binary::Func& f, uint64_t link_sym_pc,
-                       const unwind::StackImage& stack, uint64_t argp) {
-  auto info_addr = f.funcdata(binary::kFuncdataArgInfo);
-  if (!info_addr) return {};
-  std::array<std::byte, kArgsMaxLen> code{};
-  auto n = tab.read(*info_addr, code);
-  if (!n.ok() || *n == 0) return {};
-  uint8_t start_offset = 0xff;
+// A function's FUNCDATA_ArgInfo byte code and FUNCDATA_ArgLiveInfo bitmaps, read once.
+struct ArgInfo {
+  std::vector<std::byte> code;  // empty: the function has no argument info
   std::vector<std::byte> live;
-  int32_t live_idx = f.pcdata_at(binary::kPcdataArgLiveIndex, link_sym_pc).value_or(-1);
+};
+
+ArgInfo read_arg_info(const binary::Pclntab& tab, const binary::Func& f) {
+  ArgInfo ai;
+  auto info_addr = f.funcdata(binary::kFuncdataArgInfo);
+  if (!info_addr) return ai;
+  ai.code.resize(kArgsMaxLen);
+  auto n = tab.read(*info_addr, ai.code);
+  ai.code.resize(n.ok() ? *n : 0);
   if (auto la = f.funcdata(binary::kFuncdataArgLiveInfo)) {
-    live.resize(256);
-    auto got = tab.read(*la, live);
-    live.resize(got.ok() ? *got : 0);
-    if (!live.empty()) start_offset = static_cast<uint8_t>(live[0]);
+    ai.live.resize(256);
+    auto got = tab.read(*la, ai.live);
+    ai.live.resize(got.ok() ? *got : 0);
   }
+  return ai;
+}
+
+// printArgs: the argument words of a physical frame as the runtime prints them, from the
+// function's argument info, reading the words from the stack copy at argp. live_idx is the
+// PCDATA_ArgLiveIndex value at the frame's pc.
+std::string print_args(const ArgInfo& ai, int32_t live_idx, const unwind::StackImage& stack,
+                       uint64_t argp) {
+  if (ai.code.empty()) return {};
+  const auto& code = ai.code;
+  const auto& live = ai.live;
+  const size_t n = code.size();
+  uint8_t start_offset = live.empty() ? 0xff : static_cast<uint8_t>(live[0]);
   auto is_live = [&](uint8_t off, uint8_t slot) {
     if (live.empty() || live_idx <= 0 || off < start_offset) return true;
     size_t at = static_cast<size_t>(live_idx) + slot / 8;
@@ -78,7 +92,7 @@ std::string print_args(const binary::Pclntab& tab, const binary::Func& f, uint64
     if (!start) out += ", ";
   };
   uint8_t slot = 0;
-  for (size_t pi = 0; pi < *n;) {
+  for (size_t pi = 0; pi < n;) {
     uint8_t o = static_cast<uint8_t>(code[pi++]);
     if (o == kArgsEndSeq) break;
     if (o == kArgsStartAgg) {
@@ -97,7 +111,7 @@ std::string print_args(const binary::Pclntab& tab, const binary::Func& f, uint64
       out += "_";
     } else {
       comma();
-      if (pi >= *n) break;
+      if (pi >= n) break;
       uint8_t sz = static_cast<uint8_t>(code[pi++]);
       auto w = stack.word(Addr(argp + o));
       if (!w) {
@@ -115,38 +129,78 @@ std::string print_args(const binary::Pclntab& tab, const binary::Func& f, uint64
   return out;
 }
 
-// Appends the logical frames of every physical frame of u. trap: the innermost pc is where the
-// thread stopped (registers), not a return address saved by a call (g.sched, syscallpc), so it
-// is symbolized as is (the runtime's unwindTrap).
-void add_frames(const Process& p, const Unwound& u, const unwind::StackImage& stack, bool trap,
-                std::vector<LogicalFrame>& out) {
-  const auto& tab = p.program().pclntab();
-  const uint64_t bias = p.load_bias();
-  const uint64_t min_frame = p.target().arch() == target::Arch::kArm64 ? 8 : 0;
-  for (size_t i = 0; i < u.frames.size(); ++i) {
-    const auto& pf = u.frames[i];
-    uint64_t sym = u.sym_pc(i) - bias;
-    // unwinder.symPC: a saved pc is a return address like any caller's.
-    if (i == 0 && !trap && pf.pc > pf.entry) sym = pf.pc - 1 - bias;
-    auto f = tab.find_func(sym);
-    if (!f) continue;
-    for (auto& fr : tab.symbolize(sym)) {
+// Symbolizes physical frames into logical ones. Goroutines share most of their pcs (a
+// hundred thousand parked in the same function), so the inline expansion of each pc and the
+// argument info of each function are computed once.
+class Symbolizer {
+ public:
+  explicit Symbolizer(const Process& p)
+      : p_(p),
+        tab_(p.program().pclntab()),
+        bias_(p.load_bias()),
+        min_frame_(p.target().arch() == target::Arch::kArm64 ? 8 : 0) {}
+
+  // Appends the logical frames of every physical frame of u. trap: the innermost pc is where
+  // the thread stopped (registers), not a return address saved by a call (g.sched,
+  // syscallpc), so it is symbolized as is (the runtime's unwindTrap).
+  void add_frames(const Unwound& u, const unwind::StackImage& stack, bool trap,
+                  std::vector<LogicalFrame>& out) {
+    for (size_t i = 0; i < u.frames.size(); ++i) {
+      const auto& pf = u.frames[i];
+      uint64_t sym = u.sym_pc(i) - bias_;
+      // unwinder.symPC: a saved pc is a return address like any caller's.
+      if (i == 0 && !trap && pf.pc > pf.entry) sym = pf.pc - 1 - bias_;
+      const Expansion& e = expand(sym);
+      for (const auto& tmpl : e.frames) {
+        LogicalFrame lf = tmpl;
+        lf.pc = pf.pc;
+        lf.entry = pf.entry;
+        lf.sp = pf.sp;
+        lf.fp = pf.fp;
+        if (!lf.inlined && pf.fp != 0 && e.args)
+          lf.args = print_args(*e.args, e.live_idx, stack, pf.fp + min_frame_);
+        out.push_back(std::move(lf));
+      }
+    }
+  }
+
+ private:
+  struct Expansion {
+    std::vector<LogicalFrame> frames;  // without pc, sp and args
+    const ArgInfo* args = nullptr;
+    int32_t live_idx = -1;
+  };
+
+  const Expansion& expand(uint64_t sym) {
+    auto [it, fresh] = by_pc_.try_emplace(sym);
+    if (!fresh) return it->second;
+    Expansion& e = it->second;
+    auto f = tab_.find_func(sym);
+    if (!f) return e;
+    for (auto& fr : tab_.symbolize(sym)) {
       LogicalFrame lf;
       lf.raw_function = std::move(fr.function);
       lf.function = print_name(lf.raw_function);
       lf.file = std::move(fr.file);
       lf.line = fr.line;
       lf.inlined = fr.inlined;
-      lf.pc = pf.pc;
-      lf.entry = pf.entry;
-      lf.sp = pf.sp;
-      lf.fp = pf.fp;
-      lf.id = func_id(fr.func_id, p.program().go_minor());
-      if (!lf.inlined && pf.fp != 0) lf.args = print_args(tab, *f, sym, stack, pf.fp + min_frame);
-      out.push_back(std::move(lf));
+      lf.id = func_id(fr.func_id, p_.program().go_minor());
+      e.frames.push_back(std::move(lf));
     }
+    auto [ai, new_fn] = args_by_func_.try_emplace(f->index());
+    if (new_fn) ai->second = read_arg_info(tab_, *f);
+    e.args = &ai->second;
+    e.live_idx = f->pcdata_at(binary::kPcdataArgLiveIndex, sym).value_or(-1);
+    return e;
   }
-}
+
+  const Process& p_;
+  const binary::Pclntab& tab_;
+  uint64_t bias_;
+  uint64_t min_frame_;
+  std::unordered_map<uint64_t, Expansion> by_pc_;
+  std::unordered_map<size_t, ArgInfo> args_by_func_;
+};
 
 // isSystemGoroutine(gp, false): goroutines the runtime leaves out of its dumps.
 bool is_system_goroutine(const Process& p, const StackSnapshot& snap, const Goroutine& g) {
@@ -259,7 +313,7 @@ Result<unwind::StartState> interrupted_context(const Process& p, const Unwinder&
   return unwind::StartState{*pc, *sp, *fp, 0};
 }
 
-void trace_one(const Process& p, const GoroutineStack& s, const Unwinder& u,
+void trace_one(const Process& p, Symbolizer& sym, const GoroutineStack& s, const Unwinder& u,
                const TracebackOptions& opts, GoroutineTrace& t) {
   t.source = s.source;
   if (!s.error.empty()) {
@@ -271,7 +325,7 @@ void trace_one(const Process& p, const GoroutineStack& s, const Unwinder& u,
   bool trap = s.source == StackStart::kRegisters;
   if (s.source == StackStart::kG0) {
     Unwound g0 = u.unwind(s.thread_image, s.thread_start, opts.method, opts.max_frames);
-    add_frames(p, g0, s.thread_image, /*trap=*/true, t.frames);
+    sym.add_frames(g0, s.thread_image, /*trap=*/true, t.frames);
     if (g0.stop != StopReason::kStackSwitch) {
       t.error = "g0 stack: " + stop_text(g0);
       return;
@@ -287,7 +341,7 @@ void trace_one(const Process& p, const GoroutineStack& s, const Unwinder& u,
   }
   start = fix_nil_pc(start, s.image, arch);
   Unwound main = u.unwind(s.image, start, opts.method, opts.max_frames);
-  add_frames(p, main, s.image, trap, t.frames);
+  sym.add_frames(main, s.image, trap, t.frames);
   if (main.stop != StopReason::kTopFrame) t.error = stop_text(main);
   if (opts.verify) {
     Unwound fp = u.unwind(s.image, start, Unwinder::Method::kFramePointer, opts.max_frames);
@@ -352,6 +406,7 @@ std::vector<GoroutineTrace> trace_goroutines(const Process& p, const StackSnapsh
                                              const unwind::Unwinder& u,
                                              const TracebackOptions& opts) {
   std::vector<GoroutineTrace> out(snap.all.gs.size());
+  Symbolizer sym(p);
   for (size_t i = 0; i < out.size(); ++i) {
     const Goroutine& g = snap.all.gs[i];
     GoroutineTrace& t = out[i];
@@ -362,7 +417,7 @@ std::vector<GoroutineTrace> trace_goroutines(const Process& p, const StackSnapsh
         snap.nanotime > g.waitsince)
       t.wait_minutes = (snap.nanotime - g.waitsince) / 60'000'000'000;
     t.system = is_system_goroutine(p, snap, g);
-    trace_one(p, snap.stacks[i], u, opts, t);
+    trace_one(p, sym, snap.stacks[i], u, opts, t);
     mark_shown(t);
     t.created_by = created_by(p, g);
   }
