@@ -6,6 +6,8 @@
 // compared: goref may print arguments differently.
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -529,9 +531,52 @@ TEST_P(StacksOracle, DetectsEveryKindOfDifference) {
 
 INSTANTIATE_TEST_SUITE_P(Go, StacksOracle, ::testing::ValuesIn(all_versions()), param_name);
 
-INSTANTIATE_TEST_SUITE_P(
-    Go, StacksByVersion,
-    ::testing::ValuesIn(versions_and_modes({BuildMode::kDefault, BuildMode::kNoOpt})), param_name);
+INSTANTIATE_TEST_SUITE_P(Go, StacksByVersion,
+                         ::testing::ValuesIn(versions_and_modes(
+                             {BuildMode::kDefault, BuildMode::kNoOpt, BuildMode::kNoDwarf})),
+                         param_name);
+
+// What goref says when it cannot dump: a one-line error naming the problem, exit code 2, and
+// the target left running.
+class StacksBadInput : public ::testing::TestWithParam<FixtureParam> {};
+
+TEST_P(StacksBadInput, StrippedBinaryNamesWhatIsMissing) {
+  auto spec = GetParam().spec("stacks");
+  spec.mode = BuildMode::kStripped;
+  auto exe = build_fixture(spec);
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  auto fx = RunningFixture::start(*exe, {"-dump", scratch_dir("stacks-stripped") + "/dump.txt"});
+  ASSERT_TRUE(fx.ok()) << fx.error().message();
+  auto r = run_command({GOREF_BINARY, "stacks", std::to_string((*fx)->pid())});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("symbol table"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-ldflags=-w"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE((*fx)->running_untraced());
+}
+
+TEST(StacksBadInputNoVersion, MissingProcessAndNonGoProcess) {
+  // A pid that has just exited and been reaped.
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  int st = 0;
+  ASSERT_EQ(waitpid(gone, &st, 0), gone);
+  auto r = run_command({GOREF_BINARY, "stacks", std::to_string(gone)});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+
+  // This test binary is not a Go program.
+  r = run_command({GOREF_BINARY, "stacks", std::to_string(getpid())});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not a Go program"), std::string::npos) << r.err;
+
+  r = run_command({GOREF_BINARY, "stacks"});
+  EXPECT_EQ(r.exit_code, 64) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Go, StacksBadInput, ::testing::ValuesIn(all_versions()), param_name);
 
 }  // namespace
 }  // namespace goref::testing

@@ -16,9 +16,9 @@ Result<Addr> Process::global(std::string_view name) const {
   if (!link)
     return Error(Errc::kNotFound,
                  std::string(name) +
-                     ": not found (the executable has neither DWARF nor a symbol table; it was "
-                     "built with -ldflags='-s -w' — keep an unstripped copy and pass it with "
-                     "--exe)");
+                     ": not found: the executable has neither DWARF nor a symbol table (built "
+                     "with -ldflags='-s -w'); goroutine dumps need at least the symbol table "
+                     "(-ldflags=-w drops only DWARF), the heap profile needs DWARF");
   return runtime_addr(*link);
 }
 
