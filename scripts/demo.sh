@@ -19,3 +19,7 @@ grep -q READY "$work/out" || { echo "demo: the example service did not start" >&
 echo "example service: pid $svc ($(grep -E 'cache.entries|registry.sessions' "$work/out" | tr '\n' ' '))"
 echo "\$ goref info $svc"
 build/goref info "$svc"
+echo
+echo "\$ goref stacks -v $svc   (first 30 lines)"
+build/goref stacks -v "$svc" >"$work/stacks.txt"
+head -n 30 "$work/stacks.txt"
