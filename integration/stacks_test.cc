@@ -434,6 +434,20 @@ TEST_P(StacksByVersion, AllFramesAddsRuntimeFrames) {
   EXPECT_GE(checked, 300u);
 }
 
+// --verify walks every stack a second time by frame pointers: on these programs both unwinders
+// must agree on every goroutine, and the dump itself is unchanged.
+TEST_P(StacksByVersion, VerifyFindsNoDifference) {
+  Session s;
+  ASSERT_NO_FATAL_FAILURE(start_session(GetParam(), s));
+  auto r = run_command(live_args(s, {"--verify"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto got = parse_traceback(r.out);
+  EXPECT_NE(r.err.find("verify: 0 of " + std::to_string(got.size()) + " goroutines differ"),
+            std::string::npos)
+      << r.err;
+  compare_dumps(s.runtime, got, "goref stacks --verify vs runtime.Stack");
+}
+
 TEST_P(StacksByVersion, JsonMatchesRuntimeDump) {
   Session s;
   ASSERT_NO_FATAL_FAILURE(start_session(GetParam(), s));

@@ -101,11 +101,12 @@ Result<int> run_stacks(const StacksOptions& o) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 
-  size_t listed = 0, incomplete = 0, mismatched = 0;
+  size_t listed = 0, incomplete = 0, mismatched = 0, skipped = 0;
   for (const auto& t : traces) {
     if (t.system && !o.system) continue;
     ++listed;
     if (!t.error.empty()) ++incomplete;
+    if (t.verify_skipped) ++skipped;
     if (!t.verify_mismatch.empty()) {
       ++mismatched;
       fmt::print(stderr, "goref: verify: goroutine {}: frame pointers and pcsp differ at {}\n",
@@ -122,8 +123,10 @@ Result<int> run_stacks(const StacksOptions& o) {
                ms_since(t1), ms_since(t0));
   }
   if (o.verify)
-    fmt::print(stderr, "goref: verify: {} of {} goroutines differ between the two unwinders\n",
-               mismatched, listed);
+    fmt::print(stderr,
+               "goref: verify: {} of {} goroutines differ between the two unwinders ({} without "
+               "a frame pointer to start from)\n",
+               mismatched, listed, skipped);
   if (incomplete > 0)
     fmt::print(stderr, "goref: {} of {} goroutines have incomplete stacks (marked in the dump)\n",
                incomplete, listed);

@@ -59,6 +59,7 @@ struct GoroutineTrace {
   std::string error;
   // --verify: where the frame-pointer walk disagrees with the pcsp walk; empty if it agrees.
   std::string verify_mismatch;
+  bool verify_skipped = false;  // no frame pointer to start the second walk from
 };
 
 struct TracebackOptions {
