@@ -59,43 +59,45 @@ std::optional<uint64_t> fallback(int minor, std::string_view type, std::string_v
 // Resolves fields of one type: DWARF first, the table otherwise.
 class Resolver {
  public:
-  Resolver(const Program& p, std::string_view type) : p_(p), type_(type) {
-    if (p.dwarf()) t_ = p.dwarf()->type(type);
+  // From p's DWARF where it has the type, else the table.
+  Resolver(const Program& p, std::string_view type)
+      : dwarf_(p.dwarf()), minor_(p.go_minor()), version_(p.build_info().version), type_(type) {
+    if (dwarf_) t_ = dwarf_->type(type);
   }
+  // From the table alone.
+  Resolver(int minor, std::string_view type)
+      : minor_(minor), version_("Go 1." + std::to_string(minor)), type_(type) {}
   bool have_dwarf() const { return t_.has_value(); }
 
   std::optional<uint64_t> optional(std::string_view field) const {
     if (t_) {
       if (field == "$size") {
-        auto ti = p_.dwarf()->info(*t_);
+        auto ti = dwarf_->info(*t_);
         if (ti.ok() && ti->size > 0) return ti->size;
-      } else if (auto m = p_.dwarf()->member(*t_, field); m.ok()) {
+      } else if (auto m = dwarf_->member(*t_, field); m.ok()) {
         return m->offset;
       } else {
         return std::nullopt;  // DWARF is authoritative when present: the field is gone
       }
     }
-    return fallback(p_.go_minor(), type_, field);
+    return fallback(minor_, type_, field);
   }
   Result<uint64_t> required(std::string_view field) const {
     if (auto v = optional(field)) return *v;
     return Error(Errc::kUnsupported, std::string(type_) + "." + std::string(field) +
-                                         ": not in DWARF and no layout for " +
-                                         p_.build_info().version);
+                                         ": not in DWARF and no layout for " + version_);
   }
 
  private:
-  const Program& p_;
+  const binary::Dwarf* dwarf_ = nullptr;
+  int minor_;
+  std::string version_;
   std::string_view type_;
   std::optional<binary::TypeRef> t_;
 };
 
-}  // namespace
-
-Result<Layout> resolve_layout(const Program& prog) {
+Result<Layout> build_layout(const Resolver& g, const Resolver& m) {
   Layout l;
-  Resolver g(prog, "runtime.g");
-  Resolver m(prog, "runtime.m");
   l.from_dwarf = g.have_dwarf() && m.have_dwarf();
   auto& G = l.g;
   GOREF_TRY(G.size, g.required("$size"));
@@ -131,39 +133,16 @@ Result<Layout> resolve_layout(const Program& prog) {
   return l;
 }
 
+}  // namespace
+
+Result<Layout> resolve_layout(const Program& prog) {
+  return build_layout(Resolver(prog, "runtime.g"), Resolver(prog, "runtime.m"));
+}
+
 std::optional<Layout> fallback_layout(int minor) {
-  if (minor < 21 || minor > 27) return std::nullopt;
-  auto f = [&](std::string_view t, std::string_view n) { return fallback(minor, t, n); };
-  Layout l;
-  l.g.size = *f("runtime.g", "$size");
-  l.g.stack_lo = *f("runtime.g", "stack.lo");
-  l.g.stack_hi = *f("runtime.g", "stack.hi");
-  l.g.m = *f("runtime.g", "m");
-  l.g.sched_sp = *f("runtime.g", "sched.sp");
-  l.g.sched_pc = *f("runtime.g", "sched.pc");
-  l.g.sched_bp = *f("runtime.g", "sched.bp");
-  l.g.sched_lr = *f("runtime.g", "sched.lr");
-  l.g.sched_ctxt = *f("runtime.g", "sched.ctxt");
-  l.g.syscallsp = *f("runtime.g", "syscallsp");
-  l.g.syscallpc = *f("runtime.g", "syscallpc");
-  l.g.syscallbp = f("runtime.g", "syscallbp");
-  l.g.atomicstatus = *f("runtime.g", "atomicstatus");
-  l.g.goid = *f("runtime.g", "goid");
-  l.g.waitsince = *f("runtime.g", "waitsince");
-  l.g.waitreason = *f("runtime.g", "waitreason");
-  l.g.lockedm = *f("runtime.g", "lockedm");
-  l.g.parent_goid = f("runtime.g", "parentGoid");
-  l.g.gopc = *f("runtime.g", "gopc");
-  l.g.startpc = *f("runtime.g", "startpc");
-  l.g.running_cleanups = f("runtime.g", "runningCleanups");
-  l.m.g0 = *f("runtime.m", "g0");
-  l.m.procid = *f("runtime.m", "procid");
-  l.m.gsignal = *f("runtime.m", "gsignal");
-  l.m.curg = *f("runtime.m", "curg");
-  l.m.alllink = *f("runtime.m", "alllink");
-  l.m.vdso_sp = *f("runtime.m", "vdsoSP");
-  l.m.vdso_pc = *f("runtime.m", "vdsoPC");
-  return l;
+  auto l = build_layout(Resolver(minor, "runtime.g"), Resolver(minor, "runtime.m"));
+  if (!l.ok()) return std::nullopt;
+  return *l;
 }
 
 }  // namespace goref::runtime
