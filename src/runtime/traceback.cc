@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "goref/binary/pclntab.h"
+#include "goref/runtime/goroutine_unwind.h"
 
 namespace goref::runtime {
 namespace {
@@ -263,92 +264,20 @@ void mark_shown(GoroutineTrace& t) {
   t.shown_count = n;
 }
 
-std::string stop_text(const Unwound& u) {
-  std::string s = "unwinding stopped: " + std::string(unwind::stop_reason_name(u.stop));
-  if (!u.detail.empty()) s += ": " + u.detail;
-  return s;
-}
-
-// The runtime's initAt for a start pc of 0 (a call through a nil func value): the caller's pc
-// is at sp.
-unwind::StartState fix_nil_pc(unwind::StartState s, const unwind::StackImage& img,
-                              target::Arch arch) {
-  if (s.pc != 0) return s;
-  if (auto w = img.word(Addr(s.sp))) {
-    s.pc = *w;
-    if (arch == target::Arch::kAmd64)
-      s.sp += 8;
-    else
-      s.lr = 0;
-  }
-  return s;
-}
-
-// A thread in a signal handler: the handler's frames lead up to runtime.sigtramp, whose CFA
-// locates the kernel's signal frame and the registers it saved when the goroutine was
-// interrupted. These are where the goroutine's own frames start.
-Result<unwind::StartState> interrupted_context(const Process& p, const Unwinder& u,
-                                               const GoroutineStack& s,
-                                               const TracebackOptions& opts) {
-  auto off = target::signal_frame_offsets(p.target().arch());
-  if (!off)
-    return Error(Errc::kUnsupported, "in a signal handler (not unwound on this architecture)");
-  Unwound sig = u.unwind(s.thread_image, s.thread_start, opts.method, opts.max_frames);
-  if (sig.stop != StopReason::kTopFrame || sig.frames.empty() ||
-      sig.frames.back().function != "runtime.sigtramp")
-    return Error(Errc::kBadFormat,
-                 "in a signal handler whose frames do not lead to "
-                 "runtime.sigtramp: " +
-                     stop_text(sig));
-  uint64_t cfa = sig.frames.back().fp;
-  auto pc = s.thread_image.word(Addr(cfa + off->pc));
-  auto sp = s.thread_image.word(Addr(cfa + off->sp));
-  auto fp = s.thread_image.word(Addr(cfa + off->fp));
-  if (!pc || !sp || !fp)
-    return Error(Errc::kBadFormat, "in a signal handler: the signal frame at " + to_hex(cfa) +
-                                       " is outside the gsignal stack copy");
-  if (!s.image.contains(Addr(*sp), 0))
-    return Error(Errc::kUnsupported, "interrupted by a signal at sp " + to_hex(*sp) +
-                                         ", outside the goroutine's stack (on g0?)");
-  return unwind::StartState{*pc, *sp, *fp, 0};
-}
-
 void trace_one(const Process& p, Symbolizer& sym, const GoroutineStack& s, const Unwinder& u,
                const TracebackOptions& opts, GoroutineTrace& t) {
   t.source = s.source;
-  if (!s.error.empty()) {
-    t.error = s.error;
-    return;
-  }
-  const auto arch = p.target().arch();
-  unwind::StartState start = s.start;
-  bool trap = s.source == StackStart::kRegisters;
-  if (s.source == StackStart::kG0) {
-    Unwound g0 = u.unwind(s.thread_image, s.thread_start, opts.method, opts.max_frames);
-    sym.add_frames(g0, s.thread_image, /*trap=*/true, t.frames);
-    if (g0.stop != StopReason::kStackSwitch) {
-      t.error = "g0 stack: " + stop_text(g0);
-      return;
-    }
-  } else if (s.source == StackStart::kSignal) {
-    auto ctx = interrupted_context(p, u, s, opts);
-    if (!ctx.ok()) {
-      t.error = ctx.error().message();
-      return;
-    }
-    start = *ctx;
-    trap = true;
-  }
-  start = fix_nil_pc(start, s.image, arch);
-  Unwound main = u.unwind(s.image, start, opts.method, opts.max_frames);
-  sym.add_frames(main, s.image, trap, t.frames);
-  if (main.stop != StopReason::kTopFrame) t.error = stop_text(main);
+  GoroutineFrames f = unwind_goroutine(p, s, u, opts.method, opts.max_frames);
+  if (s.source == StackStart::kG0) sym.add_frames(f.g0, s.thread_image, /*trap=*/true, t.frames);
+  t.error = f.error;
+  if (f.own.frames.empty() && !f.error.empty()) return;
+  sym.add_frames(f.own, s.image, f.trap, t.frames);
   // A start without a frame pointer (a syscall before Go 1.23, which added g.syscallbp) gives
   // the frame-pointer walk nothing to follow: not comparable rather than different.
-  if (opts.verify && start.fp == 0) t.verify_skipped = true;
-  if (opts.verify && start.fp != 0) {
-    Unwound fp = u.unwind(s.image, start, Unwinder::Method::kFramePointer, opts.max_frames);
-    if (auto m = unwind::compare(main, fp))
+  if (opts.verify && f.start.fp == 0) t.verify_skipped = true;
+  if (opts.verify && f.start.fp != 0) {
+    Unwound fp = u.unwind(s.image, f.start, Unwinder::Method::kFramePointer, opts.max_frames);
+    if (auto m = unwind::compare(f.own, fp))
       t.verify_mismatch = "frame " + std::to_string(m->index) + ": " + m->what;
   }
 }
