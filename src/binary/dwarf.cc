@@ -348,6 +348,14 @@ int Dwarf::version() const {
   return impl_->version;
 }
 
+std::vector<Variable> Dwarf::variables() const {
+  std::vector<Variable> out;
+  out.reserve(impl_->variables.size());
+  for (const auto& [name, off] : impl_->variables)
+    if (auto v = variable(name)) out.push_back(std::move(*v));
+  return out;
+}
+
 Dwarf::Stats Dwarf::stats() const {
   return Stats{impl_->units, impl_->types.size(), impl_->constants.size(), impl_->variables.size(),
                impl_->runtime_types.size()};

@@ -89,6 +89,8 @@ class Dwarf {
   [[nodiscard]] std::optional<int64_t> constant(std::string_view name) const;
   // A package-level variable with a static address: "runtime.allgs", "main.gMarker".
   [[nodiscard]] std::optional<Variable> variable(std::string_view name) const;
+  // Every package-level variable with a static address, in no particular order.
+  [[nodiscard]] std::vector<Variable> variables() const;
   // The DWARF type whose DW_AT_go_runtime_type is off (nonzero); the inverse of
   // TypeInfo::runtime_type.
   [[nodiscard]] std::optional<TypeRef> type_for_runtime_type(uint64_t off) const;

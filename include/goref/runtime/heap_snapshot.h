@@ -1,0 +1,101 @@
+// HeapSnapshot: a copy of everything the heap analysis reads from the target, taken while it is
+// stopped so the analysis can run after it has been let go: the in-use spans (their mspan
+// fields, allocation bits and memory, read in large blocks), Go 1.21's per-arena pointer bitmaps,
+// each module's data and bss with the GC's pointer masks, and the roots that live off the heap
+// (finalizer and cleanup specials, queued finalizers).
+//
+// Nothing here trusts the target: lengths are bounded before anything is allocated, lists are
+// walked with a bound and loop detection, and what cannot be read is recorded in warnings (the
+// analysis is then marked partial), not fatal — except the heap's index itself.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "goref/base/addr.h"
+#include "goref/base/result.h"
+#include "goref/runtime/heap_layout.h"
+#include "goref/runtime/process.h"
+
+namespace goref::runtime {
+
+// One in-use span (mSpanInUse), as runtime.mspan describes it.
+struct Span {
+  uint64_t mspan = 0;  // address of the runtime.mspan
+  uint64_t base = 0;   // startAddr
+  uint64_t npages = 0;
+  uint64_t elemsize = 0;  // > 0 for every span kept
+  uint64_t limit = 0;     // end of the last object
+  uint32_t nelems = 0;
+  uint32_t freeindex = 0;
+  uint8_t spanclass = 0;
+  bool inline_mark_bits = false;  // Green Tea: the page's last bytes hold mark bits
+  uint64_t large_type = 0;        // sizeclass 0, Go 1.22+: the object's *abi.Type (0: none yet)
+  // allocBits, (nelems+7)/8 bytes; empty if unreadable (every slot is then taken as allocated).
+  std::vector<uint8_t> alloc_bits;
+  // The span's memory in the snapshot; null if it could not be read.
+  const std::byte* mem = nullptr;
+
+  [[nodiscard]] uint8_t sizeclass() const { return spanclass >> 1; }
+  [[nodiscard]] bool noscan() const { return (spanclass & 1) != 0; }
+  [[nodiscard]] uint64_t bytes(uint64_t page_size) const { return npages * page_size; }
+  // Slot i holds an object: below freeindex, or set in allocBits.
+  [[nodiscard]] bool allocated(uint32_t i) const {
+    if (i >= nelems) return false;
+    if (i < freeindex || alloc_bits.empty()) return true;
+    return (alloc_bits[i / 8] >> (i % 8)) & 1;
+  }
+};
+
+// A module's data or bss segment with the GC's pointer mask (bit i: word i holds a pointer).
+struct Segment {
+  std::string name;  // "data", "bss"
+  uint64_t base = 0;
+  std::vector<std::byte> bytes;
+  std::vector<uint8_t> mask;
+};
+
+// A root that lives off the heap: a finalizer or cleanup registered on an object, or a
+// finalizer queued to run.
+struct SpecialRoot {
+  enum class Kind { kFinalizer, kCleanup, kWeakHandle, kQueuedFinalizer } kind;
+  uint64_t object = 0;  // the object it is attached to (finalizer: its contents are roots)
+  uint64_t fn = 0;      // *funcval
+  uint64_t arg = 0;     // cleanup (Go 1.26) or queued finalizer argument
+  uint64_t handle = 0;  // weak handle
+};
+
+struct HeapSnapshot {
+  HeapLayout layout;
+  std::vector<Span> spans;  // sorted by base
+  // Page table: arena index → span index + 1 per page (0: no in-use span).
+  std::unordered_map<uint64_t, std::vector<uint32_t>> pages;
+  // Go 1.21: arena index → that arena's pointer bitmap (one bit per word).
+  std::unordered_map<uint64_t, std::vector<uint8_t>> arena_bitmaps;
+  std::vector<Segment> segments;
+  std::vector<SpecialRoot> specials;
+  // Small reads of target memory the analysis may need that are not in the executable's file
+  // (Go 1.22–1.23 large types with an unrolled GC program live in a manual span): address → bytes.
+  std::unordered_map<uint64_t, std::vector<std::byte>> side;
+  uint64_t sweepgen = 0;
+  uint64_t bytes_copied = 0;
+  size_t reads = 0;
+  std::vector<std::string> warnings;  // non-empty: the result is partial
+
+  // The span holding address p, or null (not heap, or not an in-use span).
+  [[nodiscard]] const Span* span_of(uint64_t p) const;
+
+  // Owns the copied span memory (Span::mem points into it).
+  std::vector<std::unique_ptr<std::byte[]>> blocks;
+};
+
+// Copies the heap of p. The target must be stopped. Fails only when the heap's index (mheap_,
+// its arenas and spans) cannot be read at all.
+[[nodiscard]] Result<HeapSnapshot> snapshot_heap(const Process& p, const HeapLayout& layout);
+
+}  // namespace goref::runtime
