@@ -18,6 +18,8 @@ struct Command {
 
 Command add_info_command(CLI::App& root);
 Command add_stacks_command(CLI::App& root);
+Command add_attach_command(CLI::App& root);
+Command add_core_command(CLI::App& root);
 Command add_debug_hold_command(CLI::App& root);
 
 }  // namespace goref::cli

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   std::vector<cli::Command> commands;
   commands.push_back(cli::add_info_command(app));
   commands.push_back(cli::add_stacks_command(app));
+  commands.push_back(cli::add_attach_command(app));
+  commands.push_back(cli::add_core_command(app));
   commands.push_back(cli::add_debug_hold_command(app));
 
   try {

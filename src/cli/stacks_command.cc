@@ -4,9 +4,6 @@
 // layouts) is read before the target is stopped; unwinding and symbolizing run after it has
 // been let go, on the copies.
 #include <fmt/format.h>
-#include <signal.h>
-
-#include <cerrno>
 
 #include <chrono>
 #include <cstdio>
@@ -16,14 +13,13 @@
 
 #include "cli/command.h"
 #include "cli/exit_code.h"
+#include "cli/open_target.h"
+#include "cli/timing.h"
 #include "cli/stacks_format.h"
 #include "goref/runtime/process.h"
 #include "goref/runtime/program.h"
 #include "goref/runtime/stack_snapshot.h"
 #include "goref/runtime/traceback.h"
-#include "goref/target/core_target.h"
-#include "goref/target/detach_on_signal.h"
-#include "goref/target/live_target.h"
 #include "goref/unwind/unwinder.h"
 
 namespace goref::cli {
@@ -39,44 +35,13 @@ struct StacksOptions {
   bool verbose = false;
 };
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-// A live target's executable as goref opens it (/proc/PID/exe works across mount namespaces).
-Result<std::unique_ptr<runtime::Program>> open_program(const std::string& exe,
-                                                       const std::string& what) {
-  auto prog = runtime::Program::open(exe);
-  if (!prog.ok() && prog.error().code() == Errc::kNotGo)
-    return Error(Errc::kNotGo, what + " is not a Go program (no Go build info in " + exe + ")");
-  if (!prog.ok()) return std::move(prog).error().context(what);
-  return prog;
-}
-
 Result<int> run_stacks(const StacksOptions& o) {
   const auto t0 = Clock::now();
-  std::unique_ptr<target::Target> target;
-  target::LiveTarget* live = nullptr;
-  std::unique_ptr<runtime::Program> prog;
-  if (o.pid > 0) {
-    GOREF_CHECK(target::install_detach_on_signal());
-    std::string what = "process " + std::to_string(o.pid);
-    // Read the executable before stopping anything: the pause is only for copying memory.
-    if (kill(o.pid, 0) != 0 && errno == ESRCH)
-      return Error(Errc::kNoSuchProcess, what + " does not exist");
-    GOREF_TRY(prog, open_program("/proc/" + std::to_string(o.pid) + "/exe", what));
-    GOREF_TRY(auto lt, target::LiveTarget::attach(Pid(o.pid)));
-    live = lt.get();
-    target = std::move(lt);
-  } else {
-    GOREF_TRY(prog, open_program(o.core[0], o.core[0]));
-    GOREF_TRY(auto ct, target::CoreTarget::open(o.core[1], o.core[0]));
-    for (const auto& w : ct->warnings()) fmt::print(stderr, "goref: warning: {}\n", w);
-    target = std::move(ct);
-  }
-
+  GOREF_TRY(auto opened,
+            open_target(o.pid, o.core.empty() ? "" : o.core[0], o.core.empty() ? "" : o.core[1]));
+  auto& prog = opened.program;
+  auto& target = opened.target;
+  target::LiveTarget* live = opened.live;
   GOREF_TRY(auto proc, runtime::Process::open(*target, *prog));
   auto snap = runtime::snapshot_stacks(*proc);
   double pause_ms = 0;

@@ -3,6 +3,7 @@
 #include "goref/runtime/heap_bits.h"
 #include "goref/runtime/type_masks.h"
 #include "goref/scan/global_roots.h"
+#include "goref/scan/typed_walk.h"
 
 namespace goref::scan {
 namespace {
@@ -39,7 +40,8 @@ size_t mark_specials(const runtime::HeapSnapshot& heap, Marker& m, RefTree& tree
 }  // namespace
 
 HeapAnalysis analyze_heap(const runtime::Process& p, const runtime::HeapSnapshot& heap,
-                          const runtime::StackSnapshot& stacks, const unwind::Unwinder& u) {
+                          const runtime::StackSnapshot& stacks, const unwind::Unwinder& u,
+                          int max_depth) {
   HeapAnalysis a;
   a.warnings = heap.warnings;
   for (const auto& s : heap.spans)
@@ -52,6 +54,13 @@ HeapAnalysis analyze_heap(const runtime::Process& p, const runtime::HeapSnapshot
   runtime::HeapBits bits(heap, types);
   Marker m(heap, bits, a.tree);
   GlobalIndex globals(p);
+  MemView mem(m);
+  for (const auto& seg : heap.segments) mem.add_region(seg.base, seg.bytes);
+  if (const auto* d = p.program().dwarf()) {
+    TypedWalker w(p, *d, m, a.tree, mem, max_depth);
+    walk_user_globals(globals, w, a.tree);
+    a.typed = w.stats();
+  }
   a.global_words += mark_globals(globals, GlobalPass::kUser, m, a.tree);
   a.stacks = mark_stacks(p, stacks, u, m, a.tree);
   a.specials = mark_specials(heap, m, a.tree);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "goref/binary/dwarf.h"
+#include "goref/scan/typed_walk.h"
 
 namespace goref::scan {
 
@@ -14,7 +15,7 @@ GlobalIndex::GlobalIndex(const runtime::Process& p) {
     auto ti = d->info(v.type);
     if (!ti.ok() || ti->size == 0) continue;
     uint64_t lo = p.runtime_addr(v.address).value();
-    vars_.push_back({lo, lo + ti->size, std::move(v.name)});
+    vars_.push_back({lo, lo + ti->size, std::move(v.name), v.type});
   }
   std::sort(vars_.begin(), vars_.end(), [](const Var& a, const Var& b) { return a.lo < b.lo; });
   // Overlaps only come from corrupt DWARF; keep the first so lookups stay a binary search.
@@ -24,19 +25,22 @@ GlobalIndex::GlobalIndex(const runtime::Process& p) {
   vars_ = std::move(clean);
 }
 
-const std::string* GlobalIndex::name_at(uint64_t a) const {
+const GlobalIndex::Var* GlobalIndex::var_at(uint64_t a) const {
   auto it = std::upper_bound(vars_.begin(), vars_.end(), a,
                              [](uint64_t x, const Var& v) { return x < v.lo; });
   if (it == vars_.begin()) return nullptr;
   --it;
-  return a < it->hi ? &it->name : nullptr;
+  return a < it->hi ? &*it : nullptr;
 }
 
-namespace {
-bool runtime_internal(const std::string& name) {
+bool GlobalIndex::Var::runtime_internal() const {
   return name.starts_with("runtime.") || name.starts_with("internal/");
 }
-}  // namespace
+
+void walk_user_globals(const GlobalIndex& idx, TypedWalker& w, RefTree& tree) {
+  for (const auto& v : idx.vars())
+    if (!v.runtime_internal()) w.walk(v.lo, v.type, tree.root(v.name));
+}
 
 size_t mark_globals(const GlobalIndex& idx, GlobalPass pass, Marker& m, RefTree& tree) {
   size_t words = 0;
@@ -48,8 +52,9 @@ size_t mark_globals(const GlobalIndex& idx, GlobalPass pass, Marker& m, RefTree&
       uint64_t v;
       std::memcpy(&v, seg.bytes.data() + i * 8, 8);
       if (v == 0) continue;
-      const std::string* name = idx.name_at(seg.base + i * 8);
-      bool user = name && !runtime_internal(*name);
+      const GlobalIndex::Var* var = idx.var_at(seg.base + i * 8);
+      const std::string* name = var ? &var->name : nullptr;
+      bool user = var && !var->runtime_internal();
       if (user != (pass == GlobalPass::kUser)) continue;
       ++words;
       m.mark_from(v, tree.root(name ? *name : unnamed));

@@ -138,13 +138,10 @@ StackRootStats mark_stacks(const Process& p, const runtime::StackSnapshot& stack
   StackRootStats st;
   const auto& L = m.snapshot().layout;
   const auto& tab = p.program().pclntab();
-  uint64_t rodata = 0;
-  {
-    std::byte b[8];
-    if (auto r = p.program().elf().read_vaddr(tab.moduledata().addr + L.md_rodata.off, b);
-        r.ok() && *r == 8)
-      rodata = load<uint64_t>(b, 0).value_or(0);
-  }
+  // moduledata.rodata as linked (a PIE's file holds it as a relocation): stack object masks
+  // are read from the executable at link-time addresses.
+  uint64_t rodata =
+      p.program().elf().read_pointer(tab.moduledata().addr + L.md_rodata.off).value_or(0);
   const bool lr_arch = p.target().arch() != target::Arch::kAmd64;
   for (size_t gi = 0; gi < stacks.all.gs.size(); ++gi) {
     const auto& g = stacks.all.gs[gi];

@@ -14,6 +14,7 @@
 #include "goref/scan/marker.h"
 #include "goref/scan/ref_tree.h"
 #include "goref/scan/stack_roots.h"
+#include "goref/scan/typed_walk.h"
 #include "goref/unwind/unwinder.h"
 
 namespace goref::scan {
@@ -23,6 +24,7 @@ struct HeapAnalysis {
   MarkStats mark;
   StackRootStats stacks;
   size_t global_words = 0, specials = 0;
+  TypedWalker::Stats typed;
   // Every allocated slot of every in-use span: the heap before garbage is told apart.
   uint64_t allocated_objects = 0, allocated_bytes = 0;
   std::vector<std::string> warnings;  // non-empty: the result is partial
@@ -31,6 +33,6 @@ struct HeapAnalysis {
 [[nodiscard]] HeapAnalysis analyze_heap(const runtime::Process& p,
                                         const runtime::HeapSnapshot& heap,
                                         const runtime::StackSnapshot& stacks,
-                                        const unwind::Unwinder& u);
+                                        const unwind::Unwinder& u, int max_depth = 256);
 
 }  // namespace goref::scan

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "goref/binary/dwarf.h"
 #include "goref/runtime/process.h"
 #include "goref/scan/marker.h"
 
@@ -16,15 +17,19 @@ namespace goref::scan {
 class GlobalIndex {
  public:
   explicit GlobalIndex(const runtime::Process& p);
-  // The variable containing runtime address a, or null.
-  [[nodiscard]] const std::string* name_at(uint64_t a) const;
   [[nodiscard]] size_t size() const { return vars_.size(); }
 
- private:
   struct Var {
     uint64_t lo, hi;
     std::string name;
+    binary::TypeRef type;
+    [[nodiscard]] bool runtime_internal() const;
   };
+  [[nodiscard]] const std::vector<Var>& vars() const { return vars_; }
+  // The variable containing runtime address a, or null.
+  [[nodiscard]] const Var* var_at(uint64_t a) const;
+
+ private:
   std::vector<Var> vars_;  // sorted by lo, not overlapping
 };
 
@@ -33,7 +38,12 @@ enum class GlobalPass {
   kRuntime,  // runtime.* and internal/* variables, and words no variable covers
 };
 
-// Returns the number of pointer words scanned.
+// Marks from the pointer words of the pass's variables that are still unmarked (after the typed
+// walk, only what DWARF does not describe). Returns the number of pointer words scanned.
 size_t mark_globals(const GlobalIndex& idx, GlobalPass pass, Marker& m, RefTree& tree);
+
+// The typed walk of every variable outside the runtime, each under a root of its name.
+class TypedWalker;
+void walk_user_globals(const GlobalIndex& idx, TypedWalker& w, RefTree& tree);
 
 }  // namespace goref::scan
