@@ -19,6 +19,8 @@
 namespace goref::testing {
 namespace {
 
+constexpr int kUsageExit = 64;
+
 std::vector<FixtureParam> heap_params() {
   auto out = versions_and_modes({BuildMode::kDefault, BuildMode::kNoOpt});
   auto add = [&](const std::string& minor, const std::string& exp) {
@@ -135,6 +137,66 @@ TEST_P(HeapByVersion, LiveAndCoreMatchTheRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Go, HeapByVersion, ::testing::ValuesIn(heap_params()), param_name);
+
+// Without DWARF there is nothing to type the heap with: a clear error that says how to get it,
+// and the target left running.
+TEST(HeapBadInput, ExecutableWithoutDwarf) {
+  auto exe = build_fixture({"retain", go_versions().back(), BuildMode::kNoDwarf, {}});
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  auto f = RunningFixture::start(*exe);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  auto r = run_command({GOREF_BINARY, "attach", std::to_string((*f)->pid()), "-o", "-"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no DWARF"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-w"), std::string::npos) << "should say how to get DWARF: " << r.err;
+  EXPECT_TRUE((*f)->running_untraced());
+}
+
+// The usual production setup: the running binary is stripped, an unstripped copy of the same
+// build is kept. --exe reads DWARF from the copy; a copy of another build is refused.
+TEST(HeapBadInput, StrippedProcessWithUnstrippedCopy) {
+  auto exe = build_fixture({"retain", go_versions().back(), BuildMode::kDefault, {}});
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  std::string stripped = scratch_dir("heap-stripped") + "/retain";
+  auto s = run_command({"objcopy", "--strip-debug", *exe, stripped});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto f = RunningFixture::start(stripped);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  std::string pid = std::to_string((*f)->pid());
+  auto plain = run_command({GOREF_BINARY, "attach", pid, "-o", "-"});
+  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_NE(plain.err.find("--exe"), std::string::npos) << plain.err;
+  auto with =
+      run_command({GOREF_BINARY, "attach", pid, "--exe", *exe, "-o", "-", "--format", "json"});
+  EXPECT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_NE(with.out.find("\"main.registry\""), std::string::npos);
+  auto other = build_fixture({"retain", go_versions().back(), BuildMode::kNoOpt, {}});
+  ASSERT_TRUE(other.ok());
+  auto wrong = run_command({GOREF_BINARY, "attach", pid, "--exe", *other, "-o", "-"});
+  EXPECT_EQ(wrong.exit_code, kUsageExit) << wrong.err;
+  EXPECT_NE(wrong.err.find("not the executable"), std::string::npos) << wrong.err;
+  EXPECT_TRUE((*f)->running_untraced());
+}
+
+TEST(HeapBadInput, NonexistentProcess) {
+  auto r = run_command({GOREF_BINARY, "attach", "999999999", "-o", "-"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+}
+
+TEST(HeapBadInput, CoreOfAnotherExecutable) {
+  auto exe = build_fixture({"retain", go_versions().back(), BuildMode::kDefault, {}});
+  auto other = build_fixture({"basic", go_versions().back(), BuildMode::kDefault, {}});
+  ASSERT_TRUE(exe.ok() && other.ok());
+  auto f = RunningFixture::start(*exe);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  auto core = gcore((*f)->pid(), scratch_dir("heap-badcore") + "/core");
+  ASSERT_TRUE(core.ok()) << core.error().message();
+  auto r = run_command({GOREF_BINARY, "core", *other, *core, "-o", "-"});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(r.err.empty());
+  std::filesystem::remove(*core);
+}
 
 }  // namespace
 }  // namespace goref::testing

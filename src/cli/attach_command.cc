@@ -116,6 +116,9 @@ Command add_attach_command(CLI::App& root) {
   auto* app = root.add_subcommand(
       "attach", "Which variables keep a running Go program's heap alive (a pprof profile)");
   app->add_option("pid", o->pid, "process id of a running Go program")->required();
+  app->add_option("--exe", o->exe,
+                  "an unstripped copy of the program's executable (same build), when the "
+                  "running one has no DWARF");
   add_common(app, *o);
   return {app, [o] { return run_heap(*o); }};
 }

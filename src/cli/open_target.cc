@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "goref/binary/elf_file.h"
 #include "goref/target/core_target.h"
 #include "goref/target/detach_on_signal.h"
 
@@ -21,6 +22,20 @@ Result<std::unique_ptr<runtime::Program>> open_program(const std::string& exe,
   return prog;
 }
 
+// An --exe given for a live process must be the same build as the one running: otherwise every
+// address and layout read from it would be wrong.
+Result<void> same_build(const runtime::Program& given, const std::string& running,
+                        const std::string& given_path) {
+  auto elf = binary::ElfFile::open(running);
+  if (!elf.ok()) return std::move(elf).error().context(running);
+  auto a = (*elf)->go_build_id(), b = given.elf().go_build_id();
+  if (!a || !b) a = (*elf)->build_id(), b = given.elf().build_id();
+  if (a && b && *a != *b)
+    return Error(Errc::kUsage, given_path + " is not the executable the process runs (build ID " +
+                                   *b + ", the process has " + *a + ")");
+  return {};
+}
+
 }  // namespace
 
 Result<OpenedTarget> open_target(
@@ -33,7 +48,9 @@ Result<OpenedTarget> open_target(
     // Read the executable before stopping anything: the pause is only for copying memory.
     if (kill(pid, 0) != 0 && errno == ESRCH)
       return Error(Errc::kNoSuchProcess, o.what + " does not exist");
-    GOREF_TRY(o.program, open_program("/proc/" + std::to_string(pid) + "/exe", o.what));
+    std::string proc_exe = "/proc/" + std::to_string(pid) + "/exe";
+    GOREF_TRY(o.program, open_program(exe.empty() ? proc_exe : exe, o.what));
+    if (!exe.empty()) GOREF_CHECK(same_build(*o.program, proc_exe, exe));
     if (prepare) GOREF_CHECK(prepare(*o.program));
     GOREF_TRY(auto lt, target::LiveTarget::attach(Pid(pid)));
     o.live = lt.get();

@@ -22,9 +22,10 @@ struct OpenedTarget {
   std::string what;                    // "process 123" / "core FILE", for messages
 };
 
-// pid > 0: a live process; otherwise exe and core name the files. prepare (if set) runs once the
-// program is open and before a live process is stopped: work that needs only the executable
-// belongs there, not in the pause.
+// pid > 0: a live process, read through /proc/PID/exe unless exe names an unstripped copy of the
+// same build (checked by build ID); otherwise exe and core name the files. prepare (if set) runs
+// once the program is open and before a live process is stopped: work that needs only the
+// executable belongs there, not in the pause.
 [[nodiscard]] Result<OpenedTarget> open_target(
     int pid, const std::string& exe, const std::string& core,
     const std::function<Result<void>(const runtime::Program&)>& prepare = {});

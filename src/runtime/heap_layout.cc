@@ -74,11 +74,9 @@ Result<uint64_t> constant(const binary::Dwarf& d, std::string_view name) {
 Result<HeapLayout> resolve_heap_layout(const Program& prog) {
   const binary::Dwarf* dp = prog.dwarf();
   if (!dp)
-    return Error(Errc::kNoDwarf,
-                 "the executable has no DWARF (" +
-                     (prog.dwarf_error() ? prog.dwarf_error()->message() : std::string("none")) +
-                     "); the heap analysis types objects through it. Rebuild without -ldflags=-w "
-                     "(or -s), or pass the unstripped binary of the same build");
+    return Error(Errc::kNoDwarf, (prog.dwarf_error() ? prog.dwarf_error()->message()
+                                                     : std::string("the executable has no DWARF")) +
+                                     " (the heap analysis types every object through it)");
   const auto& d = *dp;
   HeapLayout L;
   GOREF_TRY(L.page_size, constant(d, "runtime._PageSize"));
