@@ -18,7 +18,7 @@ Marker::Marker(const runtime::HeapSnapshot& snap, const runtime::HeapBits& bits,
 std::optional<ObjRef> Marker::find(uint64_t p) const {
   const runtime::Span* s = snap_.span_of(p);
   if (s == nullptr || p < s->base) return std::nullopt;
-  uint64_t slot = (p - s->base) / s->elemsize;
+  uint64_t slot = runtime::HeapSnapshot::slot_of(*s, p);
   if (slot >= s->nelems || !s->allocated(static_cast<uint32_t>(slot))) return std::nullopt;
   return ObjRef{s, static_cast<uint32_t>(slot), s->base + slot * s->elemsize};
 }
@@ -68,9 +68,12 @@ void Marker::drain(RefTree::NodeId node) {
 }
 
 void Marker::mark_from(uint64_t p, RefTree::NodeId node) {
-  auto o = find(p);
-  if (!o || !mark(*o, node)) return;
-  work_.push_back(*o);
+  if (auto o = find(p)) mark_from(*o, node);
+}
+
+void Marker::mark_from(const ObjRef& o, RefTree::NodeId node) {
+  if (!mark(o, node)) return;
+  work_.push_back(o);
   drain(node);
 }
 

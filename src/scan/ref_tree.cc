@@ -11,8 +11,7 @@ uint32_t RefTree::intern(std::string_view s) {
   return id;
 }
 
-RefTree::NodeId RefTree::child(NodeId parent, std::string_view name) {
-  uint32_t nm = intern(name);
+RefTree::NodeId RefTree::child(NodeId parent, uint32_t nm) {
   uint64_t key = (uint64_t{parent + 1u} << 32) | nm;
   auto [it, inserted] = children_.try_emplace(key, static_cast<NodeId>(nodes_.size()));
   if (inserted) nodes_.push_back(Node{parent, nm, 0, 0});

@@ -38,7 +38,13 @@ std::optional<uint64_t> MemView::word(uint64_t a) const {
 
 TypedWalker::TypedWalker(const runtime::Process& p, const binary::Dwarf& d, Marker& m,
                          RefTree& tree, const MemView& mem, int max_depth)
-    : p_(p), d_(d), m_(m), tree_(tree), mem_(mem), max_depth_(max_depth) {
+    : p_(p),
+      d_(d),
+      m_(m),
+      tree_(tree),
+      mem_(mem),
+      max_depth_(max_depth),
+      sub_objects_(tree.intern("$sub_objects$")) {
   const auto& L = m.snapshot().layout;
   if (auto t =
           p.program().elf().read_pointer(p.program().pclntab().moduledata().addr + L.md_types.off);
@@ -67,8 +73,8 @@ TypedWalker::Plan TypedWalker::build_plan(binary::TypeRef t0) {
   if (gk < 0) gk = ti->go_kind;
   auto elem_labels = [&](const std::optional<binary::TypeRef>& e) {
     std::string en = e ? d_.info(*e).value_or(binary::TypeInfo{}).name : std::string("?");
-    for (int i = 0; i < 10; ++i) pl.elem_labels.push_back(fmt_label(i, en));
-    pl.elem_labels.push_back("[10+]. (" + en + ")");
+    for (int i = 0; i < 10; ++i) pl.elem_labels.push_back(tree_.intern(fmt_label(i, en)));
+    pl.elem_labels.push_back(tree_.intern("[10+]. (" + en + ")"));
     if (e) pl.elem_size = d_.info(*e).value_or(binary::TypeInfo{}).size;
   };
   if (gk == kGoString) {
@@ -88,8 +94,9 @@ TypedWalker::Plan TypedWalker::build_plan(binary::TypeRef t0) {
     auto tname = [&](const std::optional<binary::TypeRef>& x) {
       return x ? d_.info(*x).value_or(binary::TypeInfo{}).name : std::string("?");
     };
-    pl.key_label = "$mapkey. (" + tname(ti0->go_key ? ti0->go_key : ti->go_key) + ")";
-    pl.val_label = "$mapval. (" + tname(ti0->go_elem ? ti0->go_elem : ti->go_elem) + ")";
+    pl.key_label = tree_.intern("$mapkey. (" + tname(ti0->go_key ? ti0->go_key : ti->go_key) + ")");
+    pl.val_label =
+        tree_.intern("$mapval. (" + tname(ti0->go_elem ? ti0->go_elem : ti->go_elem) + ")");
     pl.elem = ti0->go_elem ? ti0->go_elem : ti->go_elem;
     if (gk == kGoChan) elem_labels(pl.elem);
   } else if (gk == kGoFunc) {
@@ -110,7 +117,8 @@ TypedWalker::Plan TypedWalker::build_plan(binary::TypeRef t0) {
         if (has_pointers(m.type))
           pl.fields.push_back(
               {m.offset, m.type,
-               m.name + ". (" + d_.info(m.type).value_or(binary::TypeInfo{}).name + ")"});
+               tree_.intern(m.name + ". (" + d_.info(m.type).value_or(binary::TypeInfo{}).name +
+                            ")")});
     if (!pl.fields.empty()) pl.kind = K::kStruct;
   } else if (ti->kind == binary::TypeKind::kArray && ti->target && ti->array_count) {
     if (has_pointers(*ti->target)) {
@@ -174,7 +182,7 @@ std::optional<binary::TypeRef> TypedWalker::dynamic_type(uint64_t rtype, bool& d
 }
 
 void TypedWalker::walk(uint64_t addr, binary::TypeRef t, RefTree::NodeId node) {
-  work_.push_back({Item::Op::kValue, addr, t, node, nullptr, 0});
+  work_.push_back({Item::Op::kValue, addr, t, node, kNoLabel, 0});
   while (!work_.empty()) {
     Item it = work_.back();
     work_.pop_back();
@@ -188,7 +196,7 @@ void TypedWalker::follow(uint64_t p, std::optional<binary::TypeRef> t, const Ite
   if (!obj) return;  // not heap (data, bss, a stack, rodata) or a free slot
   RefTree::NodeId node = node_of(it);
   if (!m_.mark(*obj, node)) return;
-  work_.push_back({Item::Op::kLeftover, 0, {}, node, nullptr, it.depth, *obj, 0, 0, nullptr});
+  work_.push_back({Item::Op::kLeftover, 0, {}, node, kNoLabel, it.depth, *obj, 0, 0, nullptr});
   if (!t || it.depth >= max_depth_) {
     ++stats_.untyped_objects;
     return;
@@ -196,7 +204,7 @@ void TypedWalker::follow(uint64_t p, std::optional<binary::TypeRef> t, const Ite
   ++stats_.typed_objects;
   const Plan& pl = plan(*t);
   if (pl.kind == Plan::Kind::kNone || p + pl.size > obj->base + obj->span->elemsize) return;
-  work_.push_back({Item::Op::kValue, p, *t, node, nullptr, it.depth + 1});
+  work_.push_back({Item::Op::kValue, p, *t, node, kNoLabel, it.depth + 1});
 }
 
 void TypedWalker::walk_interface(const Plan& pl, const Item& it) {
@@ -226,18 +234,23 @@ void TypedWalker::walk_interface(const Plan& pl, const Item& it) {
 void TypedWalker::step(const Item& it) {
   using K = Plan::Kind;
   if (it.op == Item::Op::kRange) return step_range(it);
+  if (it.op == Item::Op::kGroups) return step_group(it);
+  if (it.op == Item::Op::kBuckets) return step_bucket(it);
   if (it.op == Item::Op::kLeftover) {
-    RefTree::NodeId sub = RefTree::kNone;
+    // What the typed walk left: pointer words of the object (by the GC's bitmap) whose targets
+    // are still unmarked. Read from the object's copy directly: no lookup per word.
     const ObjRef& o = it.obj;
-    std::vector<uint64_t> found;
+    const std::byte* mem = o.span->mem + (o.base - o.span->base);
+    leftover_.clear();
     (void)m_.bits().for_each_pointer(*o.span, o.base, [&](uint64_t w) {
-      if (auto v = m_.word(o.base + w * 8); v && *v != 0)
-        if (auto t = m_.find(*v); t && !m_.marked(*t)) found.push_back(*v);
+      uint64_t v;
+      std::memcpy(&v, mem + w * 8, 8);
+      if (v == 0) return;
+      if (auto t = m_.find(v); t && !m_.marked(*t)) leftover_.push_back(*t);
     });
-    for (uint64_t v : found) {
-      if (sub == RefTree::kNone) sub = tree_.child(it.parent, "$sub_objects$");
-      m_.mark_from(v, sub);
-    }
+    if (leftover_.empty()) return;
+    RefTree::NodeId sub = tree_.child(it.parent, sub_objects_);
+    for (const ObjRef& t : leftover_) m_.mark_from(t, sub);
     return;
   }
   const Plan& pl = plan(it.type);
@@ -263,7 +276,8 @@ void TypedWalker::step(const Item& it) {
           name = std::string(f->name());
       RefTree::NodeId node = tree_.child(node_of(it), name);
       if (m_.mark(*obj, node))
-        work_.push_back({Item::Op::kLeftover, 0, {}, node, nullptr, it.depth, *obj, 0, 0, nullptr});
+        work_.push_back(
+            {Item::Op::kLeftover, 0, {}, node, kNoLabel, it.depth, *obj, 0, 0, nullptr});
       return;
     }
     case K::kInterface:
@@ -279,7 +293,7 @@ void TypedWalker::step(const Item& it) {
       RefTree::NodeId node = node_of(it);
       for (size_t i = pl.fields.size(); i-- > 0;)
         work_.push_back({Item::Op::kValue, it.addr + pl.fields[i].off, pl.fields[i].type, node,
-                         &pl.fields[i].label, it.depth});
+                         pl.fields[i].label, it.depth});
       return;
     }
     case K::kArray:
@@ -294,7 +308,8 @@ void TypedWalker::step(const Item& it) {
         node = node_of(it);
         if (!m_.mark(*obj, node)) return;  // shared with a slice walked before
         ++stats_.typed_objects;
-        work_.push_back({Item::Op::kLeftover, 0, {}, node, nullptr, it.depth, *obj, 0, 0, nullptr});
+        work_.push_back(
+            {Item::Op::kLeftover, 0, {}, node, kNoLabel, it.depth, *obj, 0, 0, nullptr});
         if (!pl.elem || pl.elem_size == 0 || it.depth >= max_depth_ || !has_pointers(*pl.elem))
           return;
         base = *arr;
@@ -303,7 +318,7 @@ void TypedWalker::step(const Item& it) {
         node = node_of(it);
       }
       if (pl.elem_size == 0 || !pl.elem || n == 0) return;
-      Item r{Item::Op::kRange, base, *pl.elem, node, nullptr, it.depth + 1};
+      Item r{Item::Op::kRange, base, *pl.elem, node, kNoLabel, it.depth + 1};
       r.count = n;
       r.array = &pl;
       work_.push_back(r);
@@ -320,7 +335,7 @@ void TypedWalker::step_range(const Item& it) {
     work_.push_back(next);
   }
   work_.push_back({Item::Op::kValue, it.addr + it.index * pl.elem_size, it.type, it.parent,
-                   &pl.elem_labels[std::min<uint64_t>(it.index, 10)], it.depth});
+                   pl.elem_labels[std::min<uint64_t>(it.index, 10)], it.depth});
 }
 
 }  // namespace goref::scan

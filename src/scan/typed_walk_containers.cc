@@ -22,13 +22,13 @@ bool TypedWalker::own(uint64_t p, RefTree::NodeId node, int depth, ObjRef* out) 
   auto obj = m_.find(p);
   if (!obj || !m_.mark(*obj, node)) return false;
   ++stats_.typed_objects;
-  work_.push_back({Item::Op::kLeftover, 0, {}, node, nullptr, depth, *obj, 0, 0, nullptr});
+  work_.push_back({Item::Op::kLeftover, 0, {}, node, kNoLabel, depth, *obj, 0, 0, nullptr});
   if (out) *out = *obj;
   return true;
 }
 
-void TypedWalker::push_entry(uint64_t addr, binary::TypeRef t, RefTree::NodeId node,
-                             const std::string* label, int depth) {
+void TypedWalker::push_entry(uint64_t addr, binary::TypeRef t, RefTree::NodeId node, uint32_t label,
+                             int depth) {
   if (has_pointers(t)) work_.push_back({Item::Op::kValue, addr, t, node, label, depth});
 }
 
@@ -111,67 +111,85 @@ void TypedWalker::walk_map(const Plan& pl, const Item& it) {
   if (!own(*hp, node, it.depth)) return;
   const MapLayout& L = map_layout(pl);
   if (!L.ok || it.depth >= max_depth_) return;  // the leftover scan still charges it all
-  int d = it.depth + 1;
-  auto entry = [&](uint64_t slot_key, uint64_t slot_elem) {
-    push_entry(slot_elem, L.elem, node, &pl.val_label, d);
-    push_entry(slot_key, L.key, node, &pl.key_label, d);
+  auto groups = [&](Item::Op op, uint64_t first, uint64_t n) {
+    Item g{op, first, {}, node, kNoLabel, it.depth + 1};
+    g.count = n;
+    g.array = &pl;
+    g.map = &L;
+    if (n > 0) work_.push_back(g);
   };
   if (L.swiss) {
     auto dir_len = mem_.word(*hp + L.dir_len), dir_ptr = mem_.word(*hp + L.dir_ptr);
     if (!dir_len || !dir_ptr || *dir_ptr == 0 || *dir_len > kMaxDirLen) return;
-    std::vector<std::pair<uint64_t, uint64_t>> groups;  // (first group, count)
-    if (*dir_len == 0) {                                // a small map: one group, no table
-      own(*dir_ptr, node, it.depth);
-      groups.push_back({*dir_ptr, 1});
-    } else {
-      own(*dir_ptr, node, it.depth);
-      for (uint64_t i = 0; i < *dir_len; ++i) {
-        auto tp = mem_.word(*dir_ptr + i * 8);
-        if (!tp || !own(*tp, node, it.depth)) continue;  // tables repeat in the directory
-        auto data = mem_.word(*tp + L.groups_data), mask = mem_.word(*tp + L.length_mask);
-        ObjRef g;
-        if (!data || !mask || !own(*data, node, it.depth, &g)) continue;
-        uint64_t room = (g.base + g.span->elemsize - *data) / L.group_size;
-        groups.push_back({*data, std::min(*mask + 1, room)});
-      }
+    own(*dir_ptr, node, it.depth);
+    if (*dir_len == 0) {  // a small map: one group, no table
+      groups(Item::Op::kGroups, *dir_ptr, 1);
+      return;
     }
-    for (auto [first, n] : groups)
-      for (uint64_t gi = 0; gi < n; ++gi) {
-        uint64_t g = first + gi * L.group_size;
-        auto ctrl = mem_.word(g);
-        if (!ctrl) continue;
-        for (uint64_t i = 0; i < 8; ++i)
-          if (!((*ctrl >> (8 * i)) & kCtrlEmptyBit)) {
-            uint64_t slot = g + L.slots + i * L.slot_size;
-            entry(slot + L.key_off, slot + L.elem_off);
-          }
-      }
+    for (uint64_t i = 0; i < *dir_len; ++i) {
+      auto tp = mem_.word(*dir_ptr + i * 8);
+      if (!tp || !own(*tp, node, it.depth)) continue;  // tables repeat in the directory
+      auto data = mem_.word(*tp + L.groups_data), mask = mem_.word(*tp + L.length_mask);
+      ObjRef g;
+      if (!data || !mask || !own(*data, node, it.depth, &g)) continue;
+      uint64_t room = (g.base + g.span->elemsize - *data) / L.group_size;
+      groups(Item::Op::kGroups, *data, std::min(*mask + 1, room));
+    }
     return;
   }
   Bytes bb = mem_.at(*hp + L.b, 1);
   if (bb.empty() || static_cast<uint8_t>(bb[0]) > kMaxBucketsLog2) return;
   uint64_t nb = uint64_t{1} << static_cast<uint8_t>(bb[0]);
-  auto walk_buckets = [&](uint64_t arr, uint64_t n) {
-    ObjRef o;
-    if (arr == 0 || !own(arr, node, it.depth, &o)) return;
-    n = std::min(n, (o.base + o.span->elemsize - arr) / L.bucket_size);
-    uint64_t chain = 0;
-    for (uint64_t bi = 0; bi < n; ++bi) {
-      for (uint64_t bk = arr + bi * L.bucket_size; bk != 0 && chain < kMaxOverflowChain; ++chain) {
-        Bytes th = mem_.at(bk + L.tophash, 8);
-        if (th.size() != 8) break;
-        for (uint64_t i = 0; i < 8; ++i)
-          if (static_cast<uint8_t>(th[i]) >= kMinTopHash)
-            entry(bk + L.keys + i * L.key_size, bk + L.values + i * L.elem_size);
-        auto ov = mem_.word(bk + L.overflow);
-        if (!ov || *ov == 0 || !own(*ov, node, it.depth)) break;
-        bk = *ov;
-      }
-    }
-  };
-  walk_buckets(mem_.word(*hp + L.buckets).value_or(0), nb);
   // While the map grows, entries not yet evacuated still live in the old buckets.
-  walk_buckets(mem_.word(*hp + L.oldbuckets).value_or(0), nb / 2);
+  for (auto [arr, n] : {std::pair{mem_.word(*hp + L.buckets).value_or(0), nb},
+                        std::pair{mem_.word(*hp + L.oldbuckets).value_or(0), nb / 2}}) {
+    ObjRef o;
+    if (arr == 0 || !own(arr, node, it.depth, &o)) continue;
+    groups(Item::Op::kBuckets, arr, std::min(n, (o.base + o.span->elemsize - arr) / L.bucket_size));
+  }
+}
+
+void TypedWalker::step_group(const Item& it) {
+  if (it.index + 1 < it.count) {
+    Item next = it;
+    ++next.index;
+    work_.push_back(next);
+  }
+  const MapLayout& L = *it.map;
+  const Plan& pl = *it.array;
+  uint64_t g = it.addr + it.index * L.group_size;
+  auto ctrl = mem_.word(g);
+  if (!ctrl) return;
+  for (uint64_t i = 8; i-- > 0;)
+    if (!((*ctrl >> (8 * i)) & kCtrlEmptyBit)) {
+      uint64_t slot = g + L.slots + i * L.slot_size;
+      push_entry(slot + L.elem_off, L.elem, it.parent, pl.val_label, it.depth);
+      push_entry(slot + L.key_off, L.key, it.parent, pl.key_label, it.depth);
+    }
+}
+
+void TypedWalker::step_bucket(const Item& it) {
+  if (it.index + 1 < it.count) {
+    Item next = it;
+    ++next.index;
+    work_.push_back(next);
+  }
+  const MapLayout& L = *it.map;
+  const Plan& pl = *it.array;
+  uint64_t chain = 0;
+  for (uint64_t bk = it.addr + it.index * L.bucket_size; bk != 0 && chain < kMaxOverflowChain;
+       ++chain) {
+    Bytes th = mem_.at(bk + L.tophash, 8);
+    if (th.size() != 8) break;
+    for (uint64_t i = 8; i-- > 0;)
+      if (static_cast<uint8_t>(th[i]) >= kMinTopHash) {
+        push_entry(bk + L.values + i * L.elem_size, L.elem, it.parent, pl.val_label, it.depth);
+        push_entry(bk + L.keys + i * L.key_size, L.key, it.parent, pl.key_label, it.depth);
+      }
+    auto ov = mem_.word(bk + L.overflow);
+    if (!ov || *ov == 0 || !own(*ov, it.parent, it.depth - 1)) break;
+    bk = *ov;
+  }
 }
 
 void TypedWalker::walk_chan(const Plan& pl, const Item& it) {
@@ -195,7 +213,7 @@ void TypedWalker::walk_chan(const Plan& pl, const Item& it) {
   if (bo->base != o.base && !own(*buf, node, it.depth, &b)) return;
   if (!bo || !has_pointers(*pl.elem)) return;
   uint64_t count = std::min(*n, (bo->base + bo->span->elemsize - *buf) / pl.elem_size);
-  Item r{Item::Op::kRange, *buf, *pl.elem, node, nullptr, it.depth + 1};
+  Item r{Item::Op::kRange, *buf, *pl.elem, node, kNoLabel, it.depth + 1};
   r.count = count;
   r.array = &pl;
   if (count > 0) work_.push_back(r);

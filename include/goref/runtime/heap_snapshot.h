@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "goref/base/addr.h"
+#include "goref/base/host_buffer.h"
 #include "goref/base/result.h"
 #include "goref/runtime/heap_layout.h"
 #include "goref/runtime/process.h"
@@ -34,6 +35,9 @@ struct Span {
   uint32_t nelems = 0;
   uint32_t freeindex = 0;
   uint8_t spanclass = 0;
+  // The runtime's mspan.divMul: slot = (offset * div_mul) >> 32, exact for offsets inside the
+  // span, without a division per lookup. 0 for a one-object span.
+  uint32_t div_mul = 0;
   bool inline_mark_bits = false;  // Green Tea: the page's last bytes hold mark bits
   uint64_t large_type = 0;        // sizeclass 0, Go 1.22+: the object's *abi.Type (0: none yet)
   // allocBits, (nelems+7)/8 bytes; empty if unreadable (every slot is then taken as allocated).
@@ -87,11 +91,20 @@ struct HeapSnapshot {
   size_t reads = 0;
   std::vector<std::string> warnings;  // non-empty: the result is partial
 
-  // The span holding address p, or null (not heap, or not an in-use span).
+  // The span holding address p, or null (not heap, or not an in-use span). Caches the last
+  // arena it looked up: not safe for concurrent use.
   [[nodiscard]] const Span* span_of(uint64_t p) const;
+  // The slot index of address p in span s (p inside it).
+  [[nodiscard]] static uint64_t slot_of(const Span& s, uint64_t p) {
+    return s.div_mul ? ((p - s.base) * s.div_mul) >> 32 : (p - s.base) / s.elemsize;
+  }
+  uint32_t arena_shift = 26, page_shift = 13;  // log2 of heapArenaBytes and the page size
+
+  mutable uint64_t last_arena_ = ~uint64_t{0};
+  mutable const std::vector<uint32_t>* last_pages_ = nullptr;
 
   // Owns the copied span memory (Span::mem points into it).
-  std::vector<std::unique_ptr<std::byte[]>> blocks;
+  std::vector<HostBuffer> blocks;
 };
 
 // Copies the heap of p. The target must be stopped. Fails only when the heap's index (mheap_,

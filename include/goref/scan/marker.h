@@ -42,6 +42,8 @@ class Marker {
   // Marks the object p points to and everything reachable from it that is still unmarked,
   // charging them all to node.
   void mark_from(uint64_t p, RefTree::NodeId node);
+  // The same from an object already found.
+  void mark_from(const ObjRef& o, RefTree::NodeId node);
   // Scans an object's pointers without marking the object itself (a finalizer's object: the
   // runtime keeps what it points to alive, not the object).
   void scan_contents(const ObjRef& o, RefTree::NodeId node);

@@ -19,7 +19,10 @@ class RefTree {
 
   // The top-level node of that name (a root), created on first use.
   NodeId root(std::string_view name) { return child(kNone, name); }
-  NodeId child(NodeId parent, std::string_view name);
+  NodeId child(NodeId parent, std::string_view name) { return child(parent, intern(name)); }
+  // By an interned name: one hash lookup, no string work (the hot path of a walk).
+  NodeId child(NodeId parent, uint32_t name);
+  uint32_t intern(std::string_view s);
   void add(NodeId n, uint64_t objects, uint64_t bytes) {
     nodes_[n].objects += objects;
     nodes_[n].bytes += bytes;
@@ -38,7 +41,6 @@ class RefTree {
   [[nodiscard]] std::vector<std::pair<uint64_t, uint64_t>> cumulative() const;
 
  private:
-  uint32_t intern(std::string_view s);
   std::vector<Node> nodes_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;

@@ -78,15 +78,15 @@ class TypedWalker {
     struct Field {
       uint64_t off;
       binary::TypeRef type;
-      std::string label;  // "name. (Type)"
+      uint32_t label;  // "name. (Type)", interned in the tree
     };
     std::vector<Field> fields;
     std::string name;  // the Go type name, for labels
     // Arrays and slices: "[0]. (T)" … "[9]. (T)", "[10+]. (T)".
-    std::vector<std::string> elem_labels;
+    std::vector<uint32_t> elem_labels;
     // kMap / kChan: the runtime structure the value points to (map<K,V>, hash<K,V>, hchan<T>).
     std::optional<binary::TypeRef> target;
-    std::string key_label, val_label;  // "$mapkey. (K)", "$mapval. (V)"
+    uint32_t key_label = 0, val_label = 0;  // "$mapkey. (K)", "$mapval. (V)"
   };
   // Offsets of one map type's runtime structures, from their DWARF (Swiss tables from Go 1.24,
   // buckets before and with GOEXPERIMENT=noswissmap).
@@ -105,37 +105,43 @@ class TypedWalker {
   Plan build_plan(binary::TypeRef t);
   bool has_pointers(binary::TypeRef t, int depth = 0);
   static std::string fmt_label(int i, const std::string& elem);
+  static constexpr uint32_t kNoLabel = UINT32_MAX;
 
   // A value to walk, or an object whose leftover pointers to scan. The value's node is created
   // only when it charges something: label (if set) under parent.
   struct Item {
     // kRange: elements [index, count) of an array at addr, one at a time, so a huge array
     // costs one work item, not one per element.
-    enum class Op : uint8_t { kValue, kLeftover, kRange } op;
+    // kGroups / kBuckets: a map's Swiss groups or buckets [index, count) from addr, one at a
+    // time, for the same reason.
+    enum class Op : uint8_t { kValue, kLeftover, kRange, kGroups, kBuckets } op;
     uint64_t addr;
     binary::TypeRef type;
     RefTree::NodeId parent;
-    const std::string* label;
+    uint32_t label;  // kNoLabel: the value is charged to parent itself
     int depth;
     ObjRef obj = {};  // kLeftover
     uint64_t index = 0, count = 0;
-    const Plan* array = nullptr;  // kRange: the array or slice type's plan
+    const Plan* array = nullptr;  // kRange: the array or slice type's plan; maps: the map's
+    const MapLayout* map = nullptr;
   };
   void step(const Item& it);
   void step_range(const Item& it);
   RefTree::NodeId node_of(const Item& it) {
-    return it.label ? tree_.child(it.parent, *it.label) : it.parent;
+    return it.label != kNoLabel ? tree_.child(it.parent, it.label) : it.parent;
   }
   // p reached through a pointer of pointee type t (nullopt: untyped), held by it's value.
   void follow(uint64_t p, std::optional<binary::TypeRef> t, const Item& it);
   void walk_interface(const Plan& pl, const Item& it);
   void walk_map(const Plan& pl, const Item& it);
+  void step_group(const Item& it);
+  void step_bucket(const Item& it);
   void walk_chan(const Plan& pl, const Item& it);
   const MapLayout& map_layout(const Plan& pl);
   // Marks a map's or channel's internal object to node and queues its leftover scan; true if
   // it was newly marked.
   bool own(uint64_t p, RefTree::NodeId node, int depth, ObjRef* out = nullptr);
-  void push_entry(uint64_t addr, binary::TypeRef t, RefTree::NodeId node, const std::string* label,
+  void push_entry(uint64_t addr, binary::TypeRef t, RefTree::NodeId node, uint32_t label,
                   int depth);
   // The DWARF type of a runtime type address, and whether its values are stored directly in
   // an interface's data word.
@@ -152,6 +158,8 @@ class TypedWalker {
   std::unordered_map<uint64_t, bool> has_ptrs_;
   std::unordered_map<uint64_t, MapLayout> maps_;
   std::vector<Item> work_;
+  std::vector<ObjRef> leftover_;
+  uint32_t sub_objects_;
   Stats stats_;
 };
 
