@@ -23,3 +23,6 @@ echo
 echo "\$ goref stacks -v $svc   (first 30 lines)"
 build/goref stacks -v "$svc" >"$work/stacks.txt"
 head -n 30 "$work/stacks.txt"
+echo
+echo "\$ goref attach -v -o $work/heap.pb.gz $svc"
+build/goref attach -v -o "$work/heap.pb.gz" "$svc"

@@ -27,6 +27,11 @@ Result<HostBuffer> HostBuffer::allocate(size_t n) {
   return b;
 }
 
+void HostBuffer::release_tail(size_t keep) {
+  size_t from = (keep + 4095) / 4096 * 4096;
+  if (p_ != nullptr && from < n_) (void)::madvise(p_ + from, n_ - from, MADV_DONTNEED);
+}
+
 HostBuffer::~HostBuffer() {
   if (p_ != nullptr) ::munmap(p_, n_);
 }

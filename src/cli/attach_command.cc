@@ -16,11 +16,13 @@
 #include "cli/heap_output.h"
 #include "cli/open_target.h"
 #include "cli/timing.h"
+#include "goref/base/host_buffer.h"
 #include "goref/runtime/heap_layout.h"
 #include "goref/runtime/heap_snapshot.h"
 #include "goref/runtime/process.h"
 #include "goref/runtime/stack_snapshot.h"
 #include "goref/scan/analyze.h"
+#include "goref/target/live_target.h"
 #include "goref/unwind/unwinder.h"
 
 namespace goref::cli {
@@ -35,12 +37,30 @@ struct HeapOptions {
   bool verbose = false;
 };
 
+// Sizes and faults in the buffer for the heap copy while the process still runs, from its
+// mheap_.pagesInUse read without stopping it (racy, hence the margin). Any failure only means
+// the copy allocates as it goes.
+HostBuffer heap_pool(int pid, const runtime::Program& prog, const runtime::HeapLayout& layout) {
+  target::AttachOptions ao;
+  ao.stop = false;
+  auto view = target::LiveTarget::attach(Pid(pid), ao);
+  if (!view.ok()) return {};
+  auto proc = runtime::Process::open(**view, prog);
+  if (!proc.ok()) return {};
+  auto bytes = runtime::heap_in_use_estimate(**proc, layout);
+  if (!bytes.ok()) return {};
+  auto pool = runtime::prepare_heap_pool(*bytes + *bytes / 32 + (16 << 20));
+  return pool.ok() ? std::move(*pool) : HostBuffer{};
+}
+
 Result<int> run_heap(const HeapOptions& o) {
   const auto t0 = Clock::now();
   std::optional<runtime::HeapLayout> layout;
+  HostBuffer pool;
   GOREF_TRY(auto opened,
             open_target(o.pid, o.exe, o.core, [&](const runtime::Program& prog) -> Result<void> {
               GOREF_TRY(layout, runtime::resolve_heap_layout(prog));
+              if (o.pid > 0) pool = heap_pool(o.pid, prog, *layout);
               return {};
             }));
   auto& target = *opened.target;
@@ -50,7 +70,7 @@ Result<int> run_heap(const HeapOptions& o) {
   auto copy = [&]() -> Result<std::pair<runtime::StackSnapshot, runtime::HeapSnapshot>> {
     GOREF_TRY(auto proc, runtime::Process::open(target, prog));
     GOREF_TRY(auto stacks, runtime::snapshot_stacks(*proc));
-    GOREF_TRY(auto heap, runtime::snapshot_heap(*proc, *layout));
+    GOREF_TRY(auto heap, runtime::snapshot_heap(*proc, *layout, std::move(pool)));
     return std::pair{std::move(stacks), std::move(heap)};
   };
   auto copied = copy();

@@ -102,6 +102,7 @@ Result<HeapLayout> resolve_heap_layout(const Program& prog) {
   GOREF_TRY(Field all, mh.required_any({"heapArenas", "allArenas"}));
   L.mheap_all_arenas = all.off;
   GOREF_TRY(L.mheap_sweepgen, mh.required("sweepgen"));
+  GOREF_TRY(L.mheap_pages_in_use, mh.required("pagesInUse"));
 
   Fields ha(d, "runtime.heapArena");
   GOREF_TRY(L.arena_size, ha.size());

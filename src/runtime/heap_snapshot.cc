@@ -260,18 +260,26 @@ void copy_span_memory(Ctx& c) {
     while (j < spans.size() && spans[j].base == end &&
            end + spans[j].bytes(ps) - start <= kSpanRunBytes)
       end += spans[j++].bytes(ps);
-    auto block = HostBuffer::allocate(end - start);
-    if (!block.ok()) {
-      c.warn(block.error().message());
-      return;
+    std::byte* dst0 = nullptr;
+    if (c.s.pool.size() - c.s.pool_used >= end - start) {
+      dst0 = c.s.pool.data() + c.s.pool_used;
+      c.s.pool_used += end - start;
+    } else {
+      auto block = HostBuffer::allocate(end - start);
+      if (!block.ok()) {
+        c.warn(block.error().message());
+        return;
+      }
+      dst0 = block->data();
+      c.s.blocks.push_back(std::move(*block));
     }
-    if (copy_into(c, start, block->data(), end - start)) {
-      for (size_t k = i; k < j; ++k) spans[k].mem = block->data() + (spans[k].base - start);
+    if (copy_into(c, start, dst0, end - start)) {
+      for (size_t k = i; k < j; ++k) spans[k].mem = dst0 + (spans[k].base - start);
       c.s.bytes_copied += end - start;
     } else {
       // One bad span must not cost the run: copy them one by one into the same buffer.
       for (size_t k = i; k < j; ++k) {
-        std::byte* dst = block->data() + (spans[k].base - start);
+        std::byte* dst = dst0 + (spans[k].base - start);
         if (copy_into(c, spans[k].base, dst, spans[k].bytes(ps))) {
           spans[k].mem = dst;
           c.s.bytes_copied += spans[k].bytes(ps);
@@ -280,7 +288,6 @@ void copy_span_memory(Ctx& c) {
         }
       }
     }
-    c.s.blocks.push_back(std::move(*block));
     i = j;
   }
   if (unreadable > 0)
@@ -470,9 +477,25 @@ const Span* HeapSnapshot::span_of(uint64_t p) const {
   return p < s.limit ? &s : nullptr;
 }
 
-Result<HeapSnapshot> snapshot_heap(const Process& p, const HeapLayout& layout) {
+Result<uint64_t> heap_in_use_estimate(const Process& p, const HeapLayout& layout) {
+  GOREF_TRY(Addr mheap, p.global("runtime.mheap_"));
+  GOREF_TRY(uint64_t pages, p.target().read_word(mheap + layout.mheap_pages_in_use.off));
+  if (pages > (uint64_t{1} << 40) / layout.page_size)
+    return Error(Errc::kBadFormat, "runtime.mheap_.pagesInUse is implausible");
+  return pages * layout.page_size;
+}
+
+Result<HostBuffer> prepare_heap_pool(uint64_t bytes) {
+  GOREF_TRY(auto b, HostBuffer::allocate(bytes));
+  // One write per 4 KiB page faults it in (a huge page at its first write).
+  for (size_t off = 0; off < b.size(); off += 4096) b.data()[off] = std::byte{0};
+  return b;
+}
+
+Result<HeapSnapshot> snapshot_heap(const Process& p, const HeapLayout& layout, HostBuffer pool) {
   HeapSnapshot s;
   s.layout = layout;
+  s.pool = std::move(pool);
   auto log2_exact = [](uint64_t v) -> std::optional<uint32_t> {
     if (v == 0 || (v & (v - 1)) != 0) return std::nullopt;
     return static_cast<uint32_t>(__builtin_ctzll(v));
@@ -507,6 +530,7 @@ Result<HeapSnapshot> snapshot_heap(const Process& p, const HeapLayout& layout) {
   read_alloc_bits(c);
   phase("alloc bits");
   copy_span_memory(c);
+  s.pool.release_tail(s.pool_used);  // the estimate's margin
   phase("span memory");
   read_segments(c);
   read_specials(c);

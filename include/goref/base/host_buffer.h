@@ -27,6 +27,9 @@ class HostBuffer {
   HostBuffer& operator=(const HostBuffer&) = delete;
   ~HostBuffer();
 
+  // Gives the pages after the first `keep` bytes back to the kernel (they read as zero after).
+  void release_tail(size_t keep);
+
   [[nodiscard]] std::byte* data() const { return p_; }
   [[nodiscard]] size_t size() const { return n_; }
 

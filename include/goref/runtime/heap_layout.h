@@ -37,6 +37,7 @@ struct HeapLayout {
   uint64_t mheap_arenas = 0;      // [1 << arenaL1Bits]*[1 << arenaL2Bits]*heapArena
   uint64_t mheap_all_arenas = 0;  // []arenaIdx: allArenas up to Go 1.24, heapArenas from 1.25
   Field mheap_sweepgen;
+  Field mheap_pages_in_use;  // pages of in-use spans, for sizing the copy before the stop
 
   // runtime.heapArena.
   uint64_t arena_size = 0;

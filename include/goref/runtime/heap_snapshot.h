@@ -103,12 +103,25 @@ struct HeapSnapshot {
   mutable uint64_t last_arena_ = ~uint64_t{0};
   mutable const std::vector<uint32_t>* last_pages_ = nullptr;
 
-  // Owns the copied span memory (Span::mem points into it).
+  // Owns the copied span memory (Span::mem points into it): the pool, then blocks allocated
+  // when it was full.
+  HostBuffer pool;
+  uint64_t pool_used = 0;
   std::vector<HostBuffer> blocks;
 };
 
 // Copies the heap of p. The target must be stopped. Fails only when the heap's index (mheap_,
-// its arenas and spans) cannot be read at all.
-[[nodiscard]] Result<HeapSnapshot> snapshot_heap(const Process& p, const HeapLayout& layout);
+// its arenas and spans) cannot be read at all. Span memory goes into pool while it has room
+// (see prepare_heap_pool), then into buffers allocated on the way.
+[[nodiscard]] Result<HeapSnapshot> snapshot_heap(const Process& p, const HeapLayout& layout,
+                                                 HostBuffer pool = {});
+
+// Bytes of in-use spans (mheap_.pagesInUse) of a process that may still be running: an estimate
+// for sizing the copy before the target is stopped.
+[[nodiscard]] Result<uint64_t> heap_in_use_estimate(const Process& p, const HeapLayout& layout);
+
+// A buffer for the heap copy, faulted in now — before the target is stopped — so the pause is
+// spent copying, not on the page faults and huge-page compaction of fresh memory.
+[[nodiscard]] Result<HostBuffer> prepare_heap_pool(uint64_t bytes);
 
 }  // namespace goref::runtime

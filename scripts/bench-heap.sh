@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The heap-analysis benchmark of docs/PERFORMANCE.md: builds the bigheap fixture (about MIB MiB of
+# live heap in millions of small objects), starts it, and runs `goref attach -v` REPS times,
+# printing the pause, the total time and goref's peak RSS; then, if GRF names a grf binary
+# (cloudwego/goref), runs `grf attach` once on the same process for comparison.
+# Usage: scripts/bench-heap.sh [MIB=1024] [REPS=3]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+mib=${1:-1024}
+reps=${2:-3}
+toolchains=$(scripts/go-toolchains.sh)
+scripts/build.sh "$root/build" >/dev/null
+go_version=$(grep -vE '^\s*(#|$)' integration/go-versions.txt | tail -n 1)
+work=$(mktemp -d)
+trap 'kill "${svc:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+(cd integration/fixtures/bigheap &&
+  GOTOOLCHAIN=local GOFLAGS= "$toolchains/go$go_version/bin/go" build -o "$work/bigheap" .)
+"$work/bigheap" -mb "$mib" >"$work/out" 2>&1 &
+svc=$!
+for _ in $(seq 1200); do grep -q READY "$work/out" && break; sleep 0.1; done
+grep -q READY "$work/out" || { echo "bench-heap: bigheap did not start" >&2; exit 1; }
+echo "bigheap: go$go_version, $(grep -E 'heap.live|heap.objects' "$work/out" | tr '\n' ' ')"
+for i in $(seq "$reps"); do
+  /usr/bin/time -f "goref: peak RSS %M KiB, wall %e s" build/goref attach -v -o "$work/heap.pb.gz" \
+    "$svc" 2>&1 >/dev/null | grep -E "stopped|analysed|peak RSS"
+done
+if [ -n "${GRF:-}" ]; then
+  /usr/bin/time -f "grf: peak RSS %M KiB, wall %e s (the target is stopped throughout)" \
+    "$GRF" attach "$svc" -o "$work/grf.out" 2>&1 | grep -E "peak RSS"
+  for f in "$work/heap.pb.gz" "$work/grf.out"; do
+    "$toolchains/go$go_version/bin/go" tool pprof -top -sample_index=inuse_space "$f" 2>/dev/null |
+      grep -E "^Showing" | sed "s|^|$(basename "$f"): |"
+  done
+fi
