@@ -51,7 +51,7 @@ HeapAnalysis analyze_heap(const runtime::Process& p, const runtime::HeapSnapshot
         a.allocated_bytes += s.elemsize;
       }
   runtime::TypeMasks types(p, heap.layout, heap);
-  runtime::HeapBits bits(heap, types);
+  runtime::HeapBits bits(heap, &types);
   Marker m(heap, bits, a.tree);
   GlobalIndex globals(p);
   MemView mem(m);

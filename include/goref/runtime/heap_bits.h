@@ -16,7 +16,9 @@ namespace goref::runtime {
 
 class HeapBits {
  public:
-  HeapBits(const HeapSnapshot& snap, TypeMasks& types) : s_(snap), types_(types) {}
+  // types may be null where no object has a type header (the tests' hand-made spans): such an
+  // object's pointers are then an error.
+  HeapBits(const HeapSnapshot& snap, TypeMasks* types) : s_(snap), types_(types) {}
 
   // Calls f(word) for each word index of the object at base (a slot start in span sp) that holds
   // a pointer. An error when its metadata cannot be read (a type header that names no type); a
@@ -29,7 +31,7 @@ class HeapBits {
 
  private:
   const HeapSnapshot& s_;
-  TypeMasks& types_;
+  TypeMasks* types_;
 };
 
 template <class F>
@@ -63,7 +65,8 @@ Result<void> HeapBits::for_each_pointer(const Span& sp, uint64_t base, F&& f) co
   }
   uint64_t t = header_type(sp, base);
   if (t == 0) return {};
-  GOREF_TRY(const TypeMask* m, types_.mask(t));
+  if (types_ == nullptr) return Error(Errc::kInternal, "no type masks for a typed object");
+  GOREF_TRY(const TypeMask* m, types_->mask(t));
   if (m->size == 0 || m->size % 8 != 0) return {};
   // A header takes the slot's first word; the value (an array of elements when the allocation
   // was a slice) follows. A large object has no header.
