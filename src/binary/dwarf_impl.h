@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "goref/base/result.h"
 #include "goref/binary/dwarf.h"
@@ -42,6 +43,15 @@ struct Dwarf::Impl {
   // the index holds no copies of names.
   std::unordered_map<std::string_view, uint64_t> types, constants, variables;
   std::unordered_map<uint64_t, uint64_t> runtime_types;  // go_runtime_type → DIE offset
+
+  // Functions by pc: [lo, hi) → subprogram DIE, sorted by lo; built on first use. Go emits no
+  // .debug_aranges, so libdw cannot find a pc's unit by itself.
+  struct FuncRange {
+    uint64_t lo, hi, die;
+  };
+  std::vector<FuncRange> func_ranges;
+  bool func_ranges_built = false;
+  void build_func_ranges();
 
   Impl() = default;
   Impl(const Impl&) = delete;

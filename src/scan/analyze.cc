@@ -1,8 +1,10 @@
 #include "goref/scan/analyze.h"
 
+#include <optional>
 #include "goref/runtime/heap_bits.h"
 #include "goref/runtime/type_masks.h"
 #include "goref/scan/global_roots.h"
+
 #include "goref/scan/typed_walk.h"
 
 namespace goref::scan {
@@ -56,13 +58,14 @@ HeapAnalysis analyze_heap(const runtime::Process& p, const runtime::HeapSnapshot
   GlobalIndex globals(p);
   MemView mem(m);
   for (const auto& seg : heap.segments) mem.add_region(seg.base, seg.bytes);
+  std::optional<TypedWalker> w;
   if (const auto* d = p.program().dwarf()) {
-    TypedWalker w(p, *d, m, a.tree, mem, max_depth);
-    walk_user_globals(globals, w, a.tree);
-    a.typed = w.stats();
+    w.emplace(p, *d, m, a.tree, mem, max_depth);
+    walk_user_globals(globals, *w, a.tree);
   }
   a.global_words += mark_globals(globals, GlobalPass::kUser, m, a.tree);
-  a.stacks = mark_stacks(p, stacks, u, m, a.tree);
+  a.stacks = mark_stacks(p, stacks, u, m, a.tree, w ? &*w : nullptr, &mem);
+  if (w) a.typed = w->stats();
   a.specials = mark_specials(heap, m, a.tree);
   a.global_words += mark_globals(globals, GlobalPass::kRuntime, m, a.tree);
   a.mark = m.stats();

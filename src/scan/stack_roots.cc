@@ -1,8 +1,12 @@
 #include "goref/scan/stack_roots.h"
 
 #include <algorithm>
+#include <cstring>
+#include <unordered_map>
 
 #include "goref/base/bytes.h"
+#include "goref/base/log.h"
+#include "goref/binary/dwarf.h"
 #include "goref/binary/pclntab.h"
 #include "goref/runtime/goroutine_unwind.h"
 #include "goref/runtime/goroutines.h"
@@ -127,6 +131,54 @@ class GoroutineScan {
   std::vector<StackObject*> pending_;
 };
 
+// Local values are assembled in host memory and walked from addresses in the kernel half of the
+// address space, which no user-space pointer of the target can alias.
+constexpr uint64_t kScratchBase = 0xffff'f000'0000'0000;
+constexpr uint64_t kMaxLocalBytes = 1 << 20;
+
+// Walks the DWARF-described locals of one frame, each under "pkg.Func.var".
+size_t walk_locals(const Process& p, const binary::Dwarf& d, const unwind::PhysFrame& pf,
+                   uint64_t link_pc, const runtime::GoroutineStack& gs, TypedWalker& w,
+                   MemView& mem, RefTree& tree,
+                   std::unordered_map<uint64_t, std::vector<binary::FrameVariable>>& cache) {
+  auto it = cache.find(link_pc);
+  if (it == cache.end()) {
+    auto vars = d.frame_variables(link_pc);
+    log::get("scan")->debug(
+        "{} at {:#x}: {}", pf.function, link_pc,
+        vars.ok() ? std::to_string(vars->size()) + " variables in DWARF" : vars.error().message());
+    it = cache.emplace(link_pc, vars.ok() ? std::move(*vars) : std::vector<binary::FrameVariable>{})
+             .first;
+  }
+  size_t walked = 0;
+  std::vector<std::byte> value;
+  for (const auto& v : it->second) {
+    auto ti = d.info(v.type);
+    if (!ti.ok() || ti->size == 0 || ti->size > kMaxLocalBytes) continue;
+    value.assign(ti->size, std::byte{0});
+    bool any = false;
+    uint64_t off = 0;
+    for (const auto& piece : v.pieces) {
+      uint64_t len = piece.size ? piece.size : ti->size;
+      if (off + len > value.size()) break;
+      uint64_t at = pf.fp + static_cast<uint64_t>(piece.cfa_offset);
+      if (piece.in_frame && gs.image.contains(Addr(at), len)) {
+        std::memcpy(value.data() + off, gs.image.bytes.data() + (at - gs.image.lo.value()), len);
+        any = true;
+      }
+      off += len;
+    }
+    if (!any) continue;
+    mem.set_scratch(kScratchBase, value);
+    std::string fn = v.function.empty() ? std::string(pf.function) : v.function;
+    w.walk(kScratchBase, v.type, tree.root(fn + "." + v.name));
+    ++walked;
+  }
+  mem.set_scratch(0, {});
+  (void)p;
+  return walked;
+}
+
 bool injected(std::string_view fn) {
   return fn == "runtime.asyncPreempt" || fn == "runtime.debugCallV2";
 }
@@ -134,7 +186,10 @@ bool injected(std::string_view fn) {
 }  // namespace
 
 StackRootStats mark_stacks(const Process& p, const runtime::StackSnapshot& stacks,
-                           const unwind::Unwinder& u, Marker& m, RefTree& tree) {
+                           const unwind::Unwinder& u, Marker& m, RefTree& tree, TypedWalker* walker,
+                           MemView* mem) {
+  std::unordered_map<uint64_t, std::vector<binary::FrameVariable>> locals_cache;
+  const binary::Dwarf* dwarf = p.program().dwarf();
   StackRootStats st;
   const auto& L = m.snapshot().layout;
   const auto& tab = p.program().pclntab();
@@ -151,6 +206,14 @@ StackRootStats mark_stacks(const Process& p, const runtime::StackSnapshot& stack
                                        unwind::Unwinder::Method::kCompiledPcsp, 100000);
     if (!f.error.empty()) ++st.incomplete;
     GoroutineScan scan(p, stacks.stacks[gi], m, rodata);
+    if (walker && mem && dwarf)
+      for (const auto& pf : f.own.frames) {
+        if (pf.fp == 0) continue;
+        uint64_t tpc = p.link_addr(pf.pc);
+        if (tpc != p.link_addr(pf.entry)) --tpc;
+        st.typed_locals +=
+            walk_locals(p, *dwarf, pf, tpc, stacks.stacks[gi], *walker, *mem, tree, locals_cache);
+      }
     struct Todo {
       uint64_t lo, hi;  // conservative range, or empty
       uint64_t varp, argp;

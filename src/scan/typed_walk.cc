@@ -18,6 +18,9 @@ constexpr uint8_t kTFlagDirectIface = 0x20;  // in TFlag, from Go 1.26
 }  // namespace
 
 Bytes MemView::at(uint64_t a, uint64_t n) const {
+  const Region& sc = scratch_;
+  if (a >= sc.base && a - sc.base <= sc.bytes.size() && n <= sc.bytes.size() - (a - sc.base))
+    return sc.bytes.subspan(a - sc.base, n);
   for (const auto& r : regions_)
     if (a >= r.base && a - r.base <= r.bytes.size() && n <= r.bytes.size() - (a - r.base))
       return r.bytes.subspan(a - r.base, n);

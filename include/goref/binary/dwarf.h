@@ -63,6 +63,22 @@ struct Variable {
   TypeRef type;
 };
 
+// Where one piece of a local variable lives at a pc: in the frame at CFA + offset, or somewhere
+// goref cannot read from a stack copy (a register, optimized out).
+struct VarPiece {
+  uint64_t size = 0;  // bytes; 0: the whole variable (no DW_OP_piece)
+  bool in_frame = false;
+  int64_t cfa_offset = 0;
+};
+
+// A local variable or parameter in scope at a pc.
+struct FrameVariable {
+  std::string function;  // the (possibly inlined) function it belongs to
+  std::string name;
+  TypeRef type;
+  std::vector<VarPiece> pieces;
+};
+
 class Dwarf {
  public:
   // Opens an ELF file read-only and indexes its DWARF. Errors: kNotFound (no such file),
@@ -94,6 +110,10 @@ class Dwarf {
   // The DWARF type whose DW_AT_go_runtime_type is off (nonzero); the inverse of
   // TypeInfo::runtime_type.
   [[nodiscard]] std::optional<TypeRef> type_for_runtime_type(uint64_t off) const;
+
+  // The locals and parameters in scope at link-time pc, with their locations there (location
+  // lists resolved at pc). Go's frame base is the CFA, so frame slots are CFA offsets.
+  [[nodiscard]] Result<std::vector<FrameVariable>> frame_variables(uint64_t pc) const;
 
   // "runtime.g (DIE 0x1a2b)": a type for error messages.
   [[nodiscard]] std::string describe(TypeRef t) const;

@@ -28,6 +28,9 @@ class MemView {
  public:
   explicit MemView(const Marker& m) : m_(m) {}
   void add_region(uint64_t base, Bytes bytes) { regions_.push_back({base, bytes}); }
+  // One more region that is replaced at each call: a goroutine's stack, or a local variable's
+  // value assembled from its pieces.
+  void set_scratch(uint64_t base, Bytes bytes) { scratch_ = {base, bytes}; }
   // [a, a+n) if it lies in one region or one copied span; empty otherwise.
   [[nodiscard]] Bytes at(uint64_t a, uint64_t n) const;
   [[nodiscard]] std::optional<uint64_t> word(uint64_t a) const;
@@ -39,6 +42,7 @@ class MemView {
   };
   const Marker& m_;
   std::vector<Region> regions_;
+  Region scratch_{0, {}};
 };
 
 class TypedWalker {
