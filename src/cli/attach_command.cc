@@ -34,6 +34,7 @@ struct HeapOptions {
   std::string out = "goref.heap.pb.gz";
   std::string format = "text";
   size_t top = 10;
+  int max_depth = 256;
   bool verbose = false;
 };
 
@@ -85,7 +86,7 @@ Result<int> run_heap(const HeapOptions& o) {
   const auto t1 = Clock::now();
   GOREF_TRY(auto proc, runtime::Process::open(target, prog));
   unwind::Unwinder unwinder(prog.pclntab(), proc->load_bias(), target.arch());
-  auto analysis = scan::analyze_heap(*proc, heap, stacks, unwinder);
+  auto analysis = scan::analyze_heap(*proc, heap, stacks, unwinder, o.max_depth);
   for (const auto& w : stacks.all.warnings) analysis.warnings.push_back(w);
   double analyze_ms = ms_since(t1);
 
@@ -126,6 +127,11 @@ void add_common(CLI::App* app, HeapOptions& o) {
   app->add_option("--format", o.format, "summary on stdout: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app->add_option("--top", o.top, "how many roots the text summary lists")->capture_default_str();
+  app->add_option("--max-depth", o.max_depth,
+                  "named levels of a reference path; deeper objects are charged as "
+                  "$sub_objects$ of the last level")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   app->add_flag("-v,--verbose", o.verbose, "print how long the target was stopped, and timings");
 }
 
