@@ -66,6 +66,7 @@ Result<void> locate(const Process& p, const Goroutine& g, const ThreadM* m, Goro
     // g.sched is stale while a goroutine runs: only its thread knows where it is.
     if (!m) return Error(Errc::kNotFound, "running, but no thread (M) runs it");
     GOREF_TRY(auto regs, t.registers(m->tid).context("thread " + m->tid.str()));
+    s.thread_registers.assign(regs.gpr.begin(), regs.gpr.begin() + regs.ngpr);
     if (g.stack.contains(Addr(regs.sp))) {
       s.source = StackStart::kRegisters;
       s.start = {regs.pc, regs.sp, regs.fp, regs.lr};

@@ -265,6 +265,12 @@ StackRootStats mark_stacks(const Process& p, const runtime::StackSnapshot& stack
       todo.push_back(std::move(t));
     }
     st.stack_objects += scan.object_count();
+    // A running goroutine's registers, conservatively (the runtime would have it at a safe
+    // point; goref stopped it anywhere). Charged to its innermost frame.
+    if (!stacks.stacks[gi].thread_registers.empty()) {
+      RefTree::NodeId node = todo.empty() ? tree.root("runtime.registers") : todo.front().node;
+      for (uint64_t v : stacks.stacks[gi].thread_registers) scan.found(v, node);
+    }
     for (const auto& t : todo) {
       if (t.hi > t.lo) {
         scan.conservative(t.lo, t.hi, t.node);

@@ -43,6 +43,9 @@ struct GoroutineStack {
   unwind::StartState thread_start;
   unwind::StackImage thread_image;
   std::string error;  // non-empty: the stack could not be located or copied
+  // A goroutine on a thread (running): that thread's general-purpose registers, which may hold
+  // the only pointer to an object; the heap scan treats them conservatively.
+  std::vector<uint64_t> thread_registers;
 };
 
 struct StackSnapshot {
