@@ -137,9 +137,8 @@ constexpr uint64_t kScratchBase = 0xffff'f000'0000'0000;
 constexpr uint64_t kMaxLocalBytes = 1 << 20;
 
 // Walks the DWARF-described locals of one frame, each under "pkg.Func.var".
-size_t walk_locals(const Process& p, const binary::Dwarf& d, const unwind::PhysFrame& pf,
-                   uint64_t link_pc, const runtime::GoroutineStack& gs, TypedWalker& w,
-                   MemView& mem, RefTree& tree,
+size_t walk_locals(const binary::Dwarf& d, const unwind::PhysFrame& pf, uint64_t link_pc,
+                   const runtime::GoroutineStack& gs, TypedWalker& w, MemView& mem, RefTree& tree,
                    std::unordered_map<uint64_t, std::vector<binary::FrameVariable>>& cache) {
   auto it = cache.find(link_pc);
   if (it == cache.end()) {
@@ -175,8 +174,14 @@ size_t walk_locals(const Process& p, const binary::Dwarf& d, const unwind::PhysF
     ++walked;
   }
   mem.set_scratch(0, {});
-  (void)p;
   return walked;
+}
+
+// The link-time pc a frame's stack map and variable locations are looked up at: inside the call
+// it is making (return address - 1), as the runtime's scanframeworker does, unless at entry.
+uint64_t target_pc(const Process& p, const unwind::PhysFrame& pf) {
+  uint64_t pc = p.link_addr(pf.pc);
+  return pc != p.link_addr(pf.entry) ? pc - 1 : pc;
 }
 
 bool injected(std::string_view fn) {
@@ -209,10 +214,8 @@ StackRootStats mark_stacks(const Process& p, const runtime::StackSnapshot& stack
     if (walker && mem && dwarf)
       for (const auto& pf : f.own.frames) {
         if (pf.fp == 0) continue;
-        uint64_t tpc = p.link_addr(pf.pc);
-        if (tpc != p.link_addr(pf.entry)) --tpc;
-        st.typed_locals +=
-            walk_locals(p, *dwarf, pf, tpc, stacks.stacks[gi], *walker, *mem, tree, locals_cache);
+        st.typed_locals += walk_locals(*dwarf, pf, target_pc(p, pf), stacks.stacks[gi], *walker,
+                                       *mem, tree, locals_cache);
       }
     struct Todo {
       uint64_t lo, hi;  // conservative range, or empty
@@ -237,9 +240,7 @@ StackRootStats mark_stacks(const Process& p, const runtime::StackSnapshot& stack
         uint64_t varp = lr_arch ? pf.fp : pf.fp - 8;
         if (varp > pf.sp) varp -= 8;
         uint64_t argp = pf.fp + (lr_arch ? 8 : 0);
-        uint64_t tpc = p.link_addr(pf.pc);
-        if (tpc != p.link_addr(pf.entry)) --tpc;
-        int32_t idx = fn->pcdata_at(binary::kPcdataStackMapIndex, tpc).value_or(-1);
+        int32_t idx = fn->pcdata_at(binary::kPcdataStackMapIndex, target_pc(p, pf)).value_or(-1);
         if (idx == -1) idx = 0;
         t.varp = varp;
         t.argp = argp;

@@ -330,13 +330,16 @@ void TypedWalker::step(const Item& it) {
   }
 }
 
+void TypedWalker::queue_next(const Item& it) {
+  if (it.index + 1 >= it.count) return;
+  Item next = it;
+  ++next.index;
+  work_.push_back(next);
+}
+
 void TypedWalker::step_range(const Item& it) {
   const Plan& pl = *it.array;
-  if (it.index + 1 < it.count) {
-    Item next = it;
-    ++next.index;
-    work_.push_back(next);
-  }
+  queue_next(it);
   work_.push_back({Item::Op::kValue, it.addr + it.index * pl.elem_size, it.type, it.parent,
                    pl.elem_labels[std::min<uint64_t>(it.index, 10)], it.depth});
 }

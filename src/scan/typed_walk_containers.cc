@@ -150,11 +150,7 @@ void TypedWalker::walk_map(const Plan& pl, const Item& it) {
 }
 
 void TypedWalker::step_group(const Item& it) {
-  if (it.index + 1 < it.count) {
-    Item next = it;
-    ++next.index;
-    work_.push_back(next);
-  }
+  queue_next(it);
   const MapLayout& L = *it.map;
   const Plan& pl = *it.array;
   uint64_t g = it.addr + it.index * L.group_size;
@@ -169,11 +165,7 @@ void TypedWalker::step_group(const Item& it) {
 }
 
 void TypedWalker::step_bucket(const Item& it) {
-  if (it.index + 1 < it.count) {
-    Item next = it;
-    ++next.index;
-    work_.push_back(next);
-  }
+  queue_next(it);
   const MapLayout& L = *it.map;
   const Plan& pl = *it.array;
   uint64_t chain = 0;

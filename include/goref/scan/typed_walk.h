@@ -131,6 +131,9 @@ class TypedWalker {
   };
   void step(const Item& it);
   void step_range(const Item& it);
+  // kRange/kGroups/kBuckets: queues the item for its next element, before this one's work is
+  // pushed, so the elements are walked in order, one at a time.
+  void queue_next(const Item& it);
   RefTree::NodeId node_of(const Item& it) {
     return it.label != kNoLabel ? tree_.child(it.parent, it.label) : it.parent;
   }
