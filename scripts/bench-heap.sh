@@ -5,21 +5,10 @@
 # (cloudwego/goref), runs `grf attach` once on the same process for comparison.
 # Usage: scripts/bench-heap.sh [MIB=1024] [REPS=3]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
 mib=${1:-1024}
 reps=${2:-3}
-toolchains=$(scripts/go-toolchains.sh)
-scripts/build.sh "$root/build" >/dev/null
-go_version=$(grep -vE '^\s*(#|$)' integration/go-versions.txt | tail -n 1)
-work=$(mktemp -d)
-trap 'kill "${svc:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
-(cd integration/fixtures/bigheap &&
-  GOTOOLCHAIN=local GOFLAGS= "$toolchains/go$go_version/bin/go" build -o "$work/bigheap" .)
-"$work/bigheap" -mb "$mib" >"$work/out" 2>&1 &
-svc=$!
-for _ in $(seq 1200); do grep -q READY "$work/out" && break; sleep 0.1; done
-grep -q READY "$work/out" || { echo "bench-heap: bigheap did not start" >&2; exit 1; }
+source "$(dirname "$0")/start-fixture.sh"
+start_fixture bigheap -mb "$mib"
 echo "bigheap: go$go_version, $(grep -E 'heap.live|heap.objects' "$work/out" | tr '\n' ' ')"
 for i in $(seq "$reps"); do
   /usr/bin/time -f "goref: peak RSS %M KiB, wall %e s" build/goref attach -v -o "$work/heap.pb.gz" \

@@ -4,7 +4,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libdw-dev libelf-dev elfutils libzydis-dev libprotobuf-dev protobuf-compiler
       libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev zlib1g-dev
-      clang-format gdb procps)
+      clang-format gdb procps time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
