@@ -20,6 +20,7 @@ Command add_info_command(CLI::App& root);
 Command add_stacks_command(CLI::App& root);
 Command add_attach_command(CLI::App& root);
 Command add_core_command(CLI::App& root);
+Command add_annotate_command(CLI::App& root);
 Command add_debug_hold_command(CLI::App& root);
 
 }  // namespace goref::cli
