@@ -176,7 +176,7 @@ std::string build_mode_name(BuildMode m) {
   return "?";
 }
 
-Result<std::string> build_fixture(const BuildSpec& spec) {
+Result<std::string> build_fixture(const BuildSpec& spec, const std::string& gcflags) {
   GOREF_TRY(auto tc, go_toolchain(spec.version));
   fs::path src = fs::path(source_dir()) / "integration" / "fixtures" / spec.fixture;
   if (!fs::is_directory(src)) return Error(Errc::kNotFound, "no fixture " + src.string());
@@ -193,11 +193,13 @@ Result<std::string> build_fixture(const BuildSpec& spec) {
     ss << in.rdbuf();
     h = fnv1a(fnv1a(h, f.filename().string()), ss.str());
   }
-  h = fnv1a(h, spec.version + "|" + build_mode_name(spec.mode) + "|" + spec.goexperiment);
+  h = fnv1a(
+      h, spec.version + "|" + build_mode_name(spec.mode) + "|" + spec.goexperiment + "|" + gcflags);
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(h));
   std::string tag = spec.fixture + "-go" + spec.version + "-" + build_mode_name(spec.mode) +
-                    (spec.goexperiment.empty() ? "" : "-" + spec.goexperiment);
+                    (spec.goexperiment.empty() ? "" : "-" + spec.goexperiment) +
+                    (gcflags.empty() ? "" : "-gcflags");
   fs::path dir = fs::path(GOREF_FIXTURE_CACHE) / tag;
   fs::path exe = dir / (std::string(hash) + "-" + spec.fixture);
   if (fs::exists(exe)) return exe.string();
@@ -222,6 +224,7 @@ Result<std::string> build_fixture(const BuildSpec& spec) {
       argv.push_back("-ldflags=-w");
       break;
   }
+  if (!gcflags.empty()) argv.push_back("-gcflags=" + gcflags);
   argv.push_back(".");
   std::vector<std::string> env = {"GOTOOLCHAIN=local", "GOFLAGS=", "GO111MODULE=on",
                                   "GOROOT=" + tc.goroot};
@@ -230,8 +233,22 @@ Result<std::string> build_fixture(const BuildSpec& spec) {
   if (r.exit_code != 0)
     return Error(Errc::kIo, "building " + tag + " failed (exit " + std::to_string(r.exit_code) +
                                 "): " + r.err);
+  {
+    std::ofstream log(tmp.string() + ".stderr", std::ios::binary);
+    log << r.err;
+  }
+  // Log first: whoever finds the executable in the cache also finds its log.
+  fs::rename(tmp.string() + ".stderr", exe.string() + ".stderr");
   fs::rename(tmp, exe);  // atomic: concurrent builders of the same key both end up correct
   return exe.string();
+}
+
+Result<std::string> fixture_build_output(const std::string& exe) {
+  std::ifstream in(exe + ".stderr", std::ios::binary);
+  if (!in) return Error(Errc::kNotFound, "no build log beside " + exe);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 Result<std::unique_ptr<RunningFixture>> RunningFixture::start(const std::string& exe,

@@ -46,8 +46,12 @@ struct BuildSpec {
   std::string goexperiment;  // GOEXPERIMENT value, empty for the default
 };
 
-// Builds (or finds in the cache) the fixture and returns the path of the executable.
-Result<std::string> build_fixture(const BuildSpec& spec);
+// Builds (or finds in the cache) the fixture and returns the path of the executable. gcflags, if
+// set, is passed as -gcflags=VALUE (for the compiler's debug reports).
+Result<std::string> build_fixture(const BuildSpec& spec, const std::string& gcflags = {});
+// What the go command printed on stderr when it built exe (kept beside the cached binary, so a
+// cached build still has the compiler's reports).
+Result<std::string> fixture_build_output(const std::string& exe);
 
 class RunningFixture {
  public:
