@@ -69,10 +69,7 @@ Result<const Mapping*> main_mapping(const profile::Profile& p, const Strings& st
 std::optional<uint64_t> to_vaddr(const Mapping& m, uint64_t addr, const binary::ElfFile& elf) {
   if (addr < m.memory_start() || (m.memory_limit() != 0 && addr >= m.memory_limit()))
     return std::nullopt;
-  uint64_t off = addr - m.memory_start() + m.file_offset();
-  for (const auto& s : elf.loads())
-    if (off >= s.offset && off - s.offset < s.filesz) return s.vaddr + (off - s.offset);
-  return std::nullopt;
+  return elf.vaddr_at_offset(addr - m.memory_start() + m.file_offset());
 }
 
 // Function names as the runtime's profiler writes them (funcNameForPrint: "pkg.F[...]") and as

@@ -372,4 +372,10 @@ std::vector<uint64_t> ElfFile::relative_relocations_to(uint64_t value) const {
   return out;
 }
 
+std::optional<uint64_t> ElfFile::vaddr_at_offset(uint64_t off) const {
+  for (const auto& s : loads_)
+    if (off >= s.offset && off - s.offset < s.filesz) return s.vaddr + (off - s.offset);
+  return std::nullopt;
+}
+
 }  // namespace goref::binary

@@ -74,6 +74,9 @@ class ElfFile {
   [[nodiscard]] Result<Bytes> section_data(const Section& s) const;
 
   [[nodiscard]] const std::vector<Segment>& loads() const { return loads_; }
+  // The link-time address of the byte at file offset off, through the PT_LOAD that holds it
+  // (how a mapped address becomes a link-time one: its mapping gives the file offset).
+  [[nodiscard]] std::optional<uint64_t> vaddr_at_offset(uint64_t off) const;
 
   // A .symtab symbol by exact name; GLOBAL symbols win over LOCAL ones of the same name (Go 1.27
   // closures are LOCAL). The index is built on first use.
