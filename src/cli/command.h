@@ -21,6 +21,7 @@ Command add_stacks_command(CLI::App& root);
 Command add_attach_command(CLI::App& root);
 Command add_core_command(CLI::App& root);
 Command add_annotate_command(CLI::App& root);
+Command add_cpu_command(CLI::App& root);
 Command add_debug_hold_command(CLI::App& root);
 
 }  // namespace goref::cli

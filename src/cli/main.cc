@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_attach_command(app));
   commands.push_back(cli::add_core_command(app));
   commands.push_back(cli::add_annotate_command(app));
+  commands.push_back(cli::add_cpu_command(app));
   commands.push_back(cli::add_debug_hold_command(app));
 
   try {
