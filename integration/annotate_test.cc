@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "goref/binary/elf_file.h"
 #include "goref/profile/pprof.h"
 #include "harness/fixture.h"
 #include "harness/matrix.h"
@@ -238,6 +239,34 @@ std::vector<FixtureParam> annotate_params() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Go, AnnotateByVersion, ::testing::ValuesIn(annotate_params()), param_name);
+
+// Names come from gopclntab, not .symtab: a binary built with -ldflags='-s -w' has the same
+// check sites, functions and lines as the unstripped build.
+TEST(AnnotateStripped, SameSitesWithoutSymbolTable) {
+  for (const char* minor : {"1.21", "1.27"}) {
+    auto full = build_fixture({"checks", version_of(minor), BuildMode::kDefault, {}});
+    auto stripped = build_fixture({"checks", version_of(minor), BuildMode::kStripped, {}});
+    ASSERT_TRUE(full.ok() && stripped.ok());
+    auto elf = binary::ElfFile::open(*stripped);
+    ASSERT_TRUE(elf.ok());
+    EXPECT_FALSE((*elf)->has_symtab());
+    // pc is column 2; the rest must match exactly.
+    auto sites = [](const std::string& exe) {
+      auto r = run_command({GOREF_BINARY, "annotate", "--exe", exe, "--list-checks"});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      std::multiset<std::string> out;
+      std::istringstream in(r.out);
+      for (std::string l; std::getline(in, l);) {
+        auto a = l.find('\t'), b = l.find('\t', a + 1);
+        out.insert(l.substr(0, a) + l.substr(b));
+      }
+      return out;
+    };
+    auto want = sites(*full);
+    EXPECT_GT(want.size(), 500u);
+    EXPECT_EQ(sites(*stripped), want) << minor;
+  }
+}
 
 TEST(AnnotateBadInput, ProfileOfAnotherBuild) {
   auto a = build_fixture(BuildSpec{"checks", version_of("1.27"), BuildMode::kDefault, {}});
