@@ -20,6 +20,7 @@
 #include "goref/profile/pprof.h"
 #include "harness/fixture.h"
 #include "harness/matrix.h"
+#include "harness/pprof_top.h"
 
 namespace goref::testing {
 namespace {
@@ -118,29 +119,6 @@ Result<std::string> cpu_profile(const std::string& exe, const std::string& dir) 
   return out;
 }
 
-// `go tool pprof -top` in samples: the total and the flat count of one function.
-struct Top {
-  std::string total;
-  long flat = -1;
-  std::string text;
-};
-Top pprof_top(const std::string& profile, const std::string& function) {
-  auto tc = go_toolchain(version_of("1.26"));
-  EXPECT_TRUE(tc.ok());
-  Top t;
-  if (!tc.ok()) return t;
-  auto r = run_command(
-      {tc->go(), "tool", "pprof", "-top", "-sample_index=samples", "-nodecount=1000", profile});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  t.text = r.out;
-  std::smatch m;
-  if (std::regex_search(r.out, m, std::regex(R"(of (\d+) total)"))) t.total = m[1];
-  std::istringstream in(r.out);
-  for (std::string l; std::getline(in, l);)
-    if (l.find(" " + function) != std::string::npos) t.flat = std::stol(l);
-  return t;
-}
-
 long summary_count(const std::string& out, const std::string& what) {
   std::smatch m;
   if (!std::regex_search(out, m, std::regex("in " + what + R"( checks\s+(\d+))"))) return -1;
@@ -162,11 +140,12 @@ TEST_P(AnnotateByVersion, ProfileRoundTrip) {
   EXPECT_EQ(summary_count(r.out, "nil"), 0) << r.out;
   EXPECT_NE(r.out.find("main.hot"), std::string::npos) << r.out;
 
-  Top before = pprof_top(*in, "main.hot");
-  Top after = pprof_top(out, "runtime.boundcheck (inline)");
-  EXPECT_FALSE(before.total.empty()) << before.text;
-  EXPECT_EQ(after.total, before.total) << after.text;
-  EXPECT_EQ(after.flat, bounds) << after.text;
+  auto before = pprof_top(*in);
+  auto after = pprof_top(out);
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_GT(before->total, 0) << before->text;
+  EXPECT_EQ(after->total, before->total) << after->text;
+  EXPECT_EQ(after->row("runtime.boundcheck (inline)").flat, bounds) << after->text;
 
   // Idempotent: annotating the annotated profile changes nothing.
   std::string twice = dir + "/twice.pb.gz";

@@ -9,37 +9,14 @@
 #include <unistd.h>
 
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include "harness/fixture.h"
 #include "harness/matrix.h"
+#include "harness/pprof_top.h"
 
 namespace goref::testing {
 namespace {
-
-struct TopRow {
-  long flat = -1, cum = -1;
-};
-
-// `go tool pprof -top -sample_index=samples`: the total and one function's row.
-long pprof_total(const std::string& out) {
-  std::smatch m;
-  return std::regex_search(out, m, std::regex(R"(of (\d+) total)")) ? std::stol(m[1]) : -1;
-}
-TopRow pprof_row(const std::string& out, const std::string& function) {
-  std::istringstream in(out);
-  TopRow r;
-  for (std::string l; std::getline(in, l);) {
-    if (l.size() < function.size() || l.substr(l.size() - function.size()) != function) continue;
-    std::istringstream ls(l);
-    std::string flat, flat_pct, sum_pct, cum;
-    ls >> flat >> flat_pct >> sum_pct >> cum;
-    r.flat = std::stol(flat);
-    r.cum = std::stol(cum);
-  }
-  return r;
-}
 
 class CpuByVersion : public ::testing::TestWithParam<FixtureParam> {};
 
@@ -61,18 +38,14 @@ TEST_P(CpuByVersion, SamplesTheHotLoopAt10kHz) {
   // busy with other tests; 2,000 is already twenty times the runtime's own profiler.
   EXPECT_GE(samples, 2000) << r.out;
 
-  auto tc = go_toolchain(version_of("1.26"));
-  ASSERT_TRUE(tc.ok());
-  auto top = run_command(
-      {tc->go(), "tool", "pprof", "-top", "-sample_index=samples", "-nodecount=1000", out});
-  ASSERT_EQ(top.exit_code, 0) << top.err;
-  EXPECT_EQ(pprof_total(top.out), samples) << top.out;
-  TopRow main_main = pprof_row(top.out, "main.main");
-  EXPECT_GE(main_main.cum, samples * 9 / 10) << "call chains stop short of main.main\n" << top.out;
-  TopRow hot = pprof_row(top.out, "main.hot");
-  EXPECT_GE(hot.cum, samples * 9 / 10) << top.out;
-  TopRow checks = pprof_row(top.out, "runtime.boundcheck (inline)");
-  EXPECT_GT(checks.flat, 0) << top.out;
+  auto top = pprof_top(out);
+  ASSERT_TRUE(top.ok()) << top.error().message();
+  EXPECT_EQ(top->total, samples) << top->text;
+  EXPECT_GE(top->row("main.main").cum, samples * 9 / 10) << "call chains stop short of main.main\n"
+                                                         << top->text;
+  EXPECT_GE(top->row("main.hot").cum, samples * 9 / 10) << top->text;
+  PprofRow checks = top->row("runtime.boundcheck (inline)");
+  EXPECT_GT(checks.flat, 0) << top->text;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(in bound checks\s+(\d+))"))) << r.out;
   EXPECT_EQ(std::stol(m[1]), checks.flat);
 }
