@@ -126,12 +126,15 @@ Result<int> run_cpu(const CpuOptions& o) {
         ec == std::errc::no_such_file_or_directory ? Errc::kNoSuchProcess : Errc::kPermission,
         "process " + pid.str() + ": " + ec.message());
   // Through /proc/PID/exe: the running file even if it was replaced or deleted on disk.
+  // /proc/PID/maps drops the " (deleted)" the link carries for a replaced executable.
+  std::string exe_path = exe.string();
+  if (exe_path.ends_with(" (deleted)")) exe_path.resize(exe_path.size() - 10);
   auto x = open_executable(proc_exe, false);
   if (!x.ok()) return std::move(x).error().context("process " + pid.str());
   GOREF_TRY(auto maps, target::read_proc_maps(pid));
 
   profile::CpuProfileBuilder builder(int64_t(1e9 / o.hz));
-  add_mappings(builder, maps, exe.string(), *x);
+  add_mappings(builder, maps, exe_path, *x);
 
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;  // no SA_RESTART: poll returns at once
