@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,6 +20,7 @@
 #include "harness/fixture.h"
 #include "harness/matrix.h"
 #include "harness/pprof_top.h"
+#include "harness/text.h"
 
 namespace goref::testing {
 namespace {
@@ -44,13 +44,17 @@ std::string str(const std::set<Line>& s) {
 // "./main.go:110:10: generated nil check".
 std::set<Line> compiler_checks(const std::string& log) {
   std::set<Line> out;
-  static const std::regex re(
-      R"(^\./main\.go:(\d+):\d+: (Found IsInBounds|Found IsSliceInBounds|generated nil check))");
+  const std::string prefix = "./main.go:";
   std::istringstream in(log);
   for (std::string l; std::getline(in, l);) {
-    std::smatch m;
-    if (std::regex_search(l, m, re))
-      out.insert({m[2] == "generated nil check" ? "nil" : "bounds", std::stoi(m[1])});
+    if (l.rfind(prefix, 0) != 0) continue;
+    size_t line_end = l.find(':', prefix.size());
+    if (line_end == std::string::npos || line_end == prefix.size()) continue;
+    int line = std::stoi(l.substr(prefix.size(), line_end - prefix.size()));
+    if (l.ends_with(": Found IsInBounds") || l.ends_with(": Found IsSliceInBounds"))
+      out.insert({"bounds", line});
+    else if (l.ends_with(": generated nil check"))
+      out.insert({"nil", line});
   }
   return out;
 }
@@ -104,11 +108,13 @@ TEST_P(AnnotateByVersion, ListChecksMatchesTheCompiler) {
   EXPECT_GT(total, 500u) << "the runtime and standard library have hundreds of checks";
 
   // Every bounds-panic call in the whole binary is reached from a listed check.
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"((\d+) of (\d+) calls of bounds-panic)")))
-      << r.err;
-  EXPECT_EQ(m[1], m[2]) << r.err;
-  EXPECT_GT(std::stoul(m[2]), 500u);
+  const std::string marker = " calls of bounds-panic";
+  size_t at = r.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  long reached = number_before(r.err, " of ", r.err.rfind(" of ", at));
+  long calls = number_before(r.err, marker);
+  EXPECT_EQ(reached, calls) << r.err;
+  EXPECT_GT(calls, 500) << r.err;
 }
 
 // A CPU profile of the hot loop, written by the fixture's runtime at 1000 Hz.
@@ -120,9 +126,7 @@ Result<std::string> cpu_profile(const std::string& exe, const std::string& dir) 
 }
 
 long summary_count(const std::string& out, const std::string& what) {
-  std::smatch m;
-  if (!std::regex_search(out, m, std::regex("in " + what + R"( checks\s+(\d+))"))) return -1;
-  return std::stol(m[1]);
+  return number_after(out, "in " + what + " checks");
 }
 
 TEST_P(AnnotateByVersion, ProfileRoundTrip) {

@@ -1,10 +1,10 @@
 #include "harness/pprof_top.h"
 
-#include <regex>
 #include <sstream>
 
 #include "harness/fixture.h"
 #include "harness/matrix.h"
+#include "harness/text.h"
 
 namespace goref::testing {
 
@@ -15,13 +15,20 @@ Result<PprofTop> pprof_top(const std::string& profile) {
   if (r.exit_code != 0) return Error(Errc::kIo, "go tool pprof " + profile + ": " + r.err);
   PprofTop t;
   t.text = r.out;
-  std::smatch m;
-  if (std::regex_search(r.out, m, std::regex(R"(of (\d+) total)"))) t.total = std::stol(m[1]);
+  t.total = number_before(r.out, " total");
   // Rows: "  flat  flat%  sum%  cum  cum%  NAME", NAME possibly with spaces ("f (inline)").
-  static const std::regex row(R"(^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+(\d+)\s+[\d.]+%\s+(.+)$)");
   std::istringstream in(r.out);
-  for (std::string l; std::getline(in, l);)
-    if (std::regex_match(l, m, row)) t.rows[m[3]] = {std::stol(m[1]), std::stol(m[2])};
+  for (std::string l; std::getline(in, l);) {
+    std::istringstream ls(l);
+    std::string flat, flat_pct, sum_pct, cum, cum_pct, name;
+    if (!(ls >> flat >> flat_pct >> sum_pct >> cum >> cum_pct)) continue;
+    auto is_count = [](const std::string& x) {
+      return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!is_count(flat) || !is_count(cum) || !cum_pct.ends_with("%")) continue;
+    std::getline(ls >> std::ws, name);
+    if (!name.empty()) t.rows[name] = {std::stol(flat), std::stol(cum)};
+  }
   return t;
 }
 
