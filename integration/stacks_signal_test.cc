@@ -21,6 +21,7 @@
 #include "goref/unwind/unwinder.h"
 #include "harness/fixture.h"
 #include "harness/matrix.h"
+#include "running_goroutine.h"
 
 namespace goref::testing {
 namespace {
@@ -58,40 +59,26 @@ TEST_P(StacksSignal, RunningGoroutineInSignalHandler) {
   auto prog = runtime::Program::open(*exe);
   ASSERT_TRUE(prog.ok()) << prog.error().message();
 
-  // The spinner shares two cores with everything else: attach until it is on a thread.
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    auto live = target::LiveTarget::attach(Pid((*fx)->pid()));
-    ASSERT_TRUE(live.ok()) << live.error().message();
-    auto proc = runtime::Process::open(**live, **prog);
-    ASSERT_TRUE(proc.ok()) << proc.error().message();
-    auto all = runtime::read_goroutines(**proc);
-    ASSERT_TRUE(all.ok()) << all.error().message();
-    auto g = std::find_if(all->gs.begin(), all->gs.end(),
-                          [&](const runtime::Goroutine& x) { return x.goid == spin; });
-    ASSERT_NE(g, all->gs.end());
-    auto m = std::find_if(all->ms.begin(), all->ms.end(),
-                          [&](const runtime::ThreadM& x) { return x.curg == g->addr; });
-    if (g->status != runtime::k_Grunning || m == all->ms.end()) continue;
-    ASSERT_TRUE(enter_signal_handler((*fx)->pid(), m->tid.value()));
+  auto held = attach_while_running((*fx)->pid(), **prog, spin);
+  ASSERT_TRUE(held.ok()) << held.error().message();
+  ASSERT_TRUE(enter_signal_handler((*fx)->pid(), held->tid));
 
-    auto snap = runtime::snapshot_stacks(**proc);
-    ASSERT_TRUE(snap.ok()) << snap.error().message();
-    unwind::Unwinder u((*prog)->pclntab(), (*proc)->load_bias(), (*live)->arch());
-    auto traces = runtime::trace_goroutines(**proc, *snap, u, {});
-    auto t = std::find_if(traces.begin(), traces.end(),
-                          [&](const runtime::GoroutineTrace& x) { return x.g->goid == spin; });
-    ASSERT_NE(t, traces.end());
-    EXPECT_EQ(t->source, runtime::StackStart::kSignal);
-    EXPECT_EQ(t->error, "");
-    ASSERT_FALSE(t->frames.empty());
-    // The interrupted instruction is in main.spin (a loop without calls).
-    EXPECT_EQ(t->frames.front().function, "main.spin");
-    EXPECT_EQ(t->frames.back().function, "runtime.goexit");
-    live->reset();  // detach: the handler runs and returns
-    EXPECT_TRUE((*fx)->running_untraced());
-    return;
-  }
-  FAIL() << "the spinner was never seen running on a thread";
+  auto snap = runtime::snapshot_stacks(*held->proc);
+  ASSERT_TRUE(snap.ok()) << snap.error().message();
+  unwind::Unwinder u((*prog)->pclntab(), held->proc->load_bias(), held->live->arch());
+  auto traces = runtime::trace_goroutines(*held->proc, *snap, u, {});
+  auto t = std::find_if(traces.begin(), traces.end(),
+                        [&](const runtime::GoroutineTrace& x) { return x.g->goid == spin; });
+  ASSERT_NE(t, traces.end());
+  EXPECT_EQ(t->source, runtime::StackStart::kSignal);
+  EXPECT_EQ(t->error, "");
+  ASSERT_FALSE(t->frames.empty());
+  // The interrupted instruction is in main.spin (a loop without calls).
+  EXPECT_EQ(t->frames.front().function, "main.spin");
+  EXPECT_EQ(t->frames.back().function, "runtime.goexit");
+  held->proc.reset();
+  held->live.reset();  // detach: the handler runs and returns
+  EXPECT_TRUE((*fx)->running_untraced());
 }
 
 INSTANTIATE_TEST_SUITE_P(Go, StacksSignal, ::testing::ValuesIn(all_versions()), param_name);
