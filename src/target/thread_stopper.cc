@@ -22,6 +22,11 @@ namespace {
 // stops what the previous scan missed. The bound only guards against a corrupt /proc.
 constexpr size_t kMaxThreads = size_t{1} << 20;
 
+// A seized thread that has not stopped after kStateCheckAfter is looked up in /proc: a dead or
+// dying one never will. One that is alive is given up to kStopTimeout.
+constexpr auto kStateCheckAfter = std::chrono::milliseconds(1);
+constexpr auto kStopTimeout = std::chrono::seconds(10);
+
 // How long detach_all() waits for threads that were killed while stopped to finish exiting.
 constexpr auto kReapTimeout = std::chrono::seconds(2);
 
@@ -97,27 +102,58 @@ Result<void> ThreadStopper::seize_round(const std::vector<Tid>& fresh) {
   }
 
   // Collect every stop, even after a failure: only a stopped tracee can be detached cleanly.
-  // The leader last: when the process is dying, the kernel reports the leader's exit only once
-  // the other threads have been reaped, and that is done here.
-  std::stable_partition(waiting.begin(), waiting.end(),
-                        [&](const Thread& t) { return t.tid.value() != pid_.value(); });
+  // Never block on one thread: a thread that is already exiting (a zombie; or every thread, when
+  // the process is killed meanwhile) never reaches a stop, and a dying leader is only reported
+  // once the other threads are reaped. So poll them all and, once a moment has passed, drop the
+  // ones /proc shows dead or dying; detach_all() reaps what is left of them.
   std::vector<Thread> stopped;
-  for (Thread& th : waiting) {
-    int status = 0;
-    pid_t r = wait_thread(th.tid, &status, 0);
-    if (r < 0 || !WIFSTOPPED(status)) {
-      // Exited (or reaped elsewhere) before stopping: dropped.
-      SeizedThreads::remove(th.slot);
-      continue;
+  const auto begin = std::chrono::steady_clock::now();
+  while (!waiting.empty()) {
+    const bool look_at_state = std::chrono::steady_clock::now() - begin >= kStateCheckAfter;
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      int status = 0;
+      pid_t r = wait_thread(it->tid, &status, WNOHANG);
+      if (r == 0) {
+        if (look_at_state) {
+          auto st = thread_state(pid_, it->tid);
+          if (!st || *st == 'Z' || *st == 'X') {
+            unstopped_.push_back(*it);
+            it = waiting.erase(it);
+            continue;
+          }
+        }
+        ++it;
+        continue;
+      }
+      if (r < 0 || !WIFSTOPPED(status)) {
+        // Exited (or reaped elsewhere) before stopping: dropped.
+        SeizedThreads::remove(it->slot);
+        it = waiting.erase(it);
+        continue;
+      }
+      // A stop with no event is a signal-delivery-stop: the signal was about to be delivered
+      // (Go sends SIGURG to preempt); it is handed back on detach. PTRACE_EVENT_STOP is the
+      // interrupt stop (SIGTRAP) or a group stop (SIGSTOP, ...) that stays in force by itself.
+      if ((status >> 16) == 0) {
+        it->pending = WSTOPSIG(status);
+        SeizedThreads::set_signal(it->slot, it->pending);
+      }
+      stopped.push_back(*it);
+      it = waiting.erase(it);
     }
-    // A stop with no event is a signal-delivery-stop: the signal was about to be delivered
-    // (Go sends SIGURG to preempt); it is handed back on detach. PTRACE_EVENT_STOP is the
-    // interrupt stop (SIGTRAP) or a group stop (SIGSTOP, ...) that stays in force by itself.
-    if ((status >> 16) == 0) {
-      th.pending = WSTOPSIG(status);
-      SeizedThreads::set_signal(th.slot, th.pending);
+    if (waiting.empty()) break;
+    if (std::chrono::steady_clock::now() - begin >= kStopTimeout) {
+      // Stuck in an uninterruptible sleep (a hung file system, say): give up rather than hang.
+      if (!failure)
+        failure =
+            Error(Errc::kIo, "thread " + waiting.front().tid.str() + " of process " + pid_.str() +
+                                 " did not stop within " + std::to_string(kStopTimeout.count()) +
+                                 " s (uninterruptible sleep?)");
+      for (Thread& th : waiting) unstopped_.push_back(th);
+      break;
     }
-    stopped.push_back(th);
+    struct timespec pause = {0, 20 * 1000};
+    ::nanosleep(&pause, nullptr);
   }
   // Keep the leader first overall.
   for (Thread& th : stopped) {
@@ -133,6 +169,8 @@ Result<void> ThreadStopper::seize_round(const std::vector<Tid>& fresh) {
 Result<void> ThreadStopper::detach_all() {
   std::vector<Thread> dying;
   std::string failures;
+  threads_.insert(threads_.end(), unstopped_.begin(), unstopped_.end());
+  unstopped_.clear();
   for (const Thread& th : threads_) {
     if (do_ptrace(PTRACE_DETACH, th.tid, th.pending) == 0) {
       SeizedThreads::remove(th.slot);

@@ -51,6 +51,8 @@ class ThreadStopper {
   Pid pid_;
   std::chrono::steady_clock::time_point started_{};
   std::vector<Thread> threads_;  // stopped, in seize order (the leader, if seized, first)
+  // Seized but never seen stopped: exiting when seized, or stuck; detach_all() releases them.
+  std::vector<Thread> unstopped_;
 };
 
 }  // namespace goref::target
