@@ -3,10 +3,8 @@
 // run on, untraced. The kill times are spread over the whole run (attach to exit takes a few
 // hundred milliseconds on this fixture) so that each phase is hit; the property checked does not
 // depend on which one was.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,24 +16,8 @@
 #include "harness/fixture.h"
 #include "harness/matrix.h"
 
-extern char** environ;
-
 namespace goref::testing {
 namespace {
-
-pid_t spawn_goref(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
-}
 
 class HeapSignalTest : public ::testing::TestWithParam<int> {};
 
@@ -48,7 +30,7 @@ TEST_P(HeapSignalTest, TargetRunsOnUntracedWhateverThePhase) {
   const std::string pid = std::to_string((*fx)->pid());
   for (int delay_ms : {0, 1, 3, 10, 25, 50, 100, 200, 400}) {
     SCOPED_TRACE("signal after " + std::to_string(delay_ms) + " ms");
-    pid_t g = spawn_goref({GOREF_BINARY, "attach", pid, "-o", "-"});
+    pid_t g = spawn_command({GOREF_BINARY, "attach", pid, "-o", "-"});
     ASSERT_GT(g, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ::kill(g, sig);

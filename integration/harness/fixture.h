@@ -99,4 +99,9 @@ struct CommandResult {
 };
 CommandResult run_command(const std::vector<std::string>& argv, int timeout_s = 300);
 
+// Starts a command in the background with stdout and stderr written to the given files
+// ("/dev/null" drops them). Returns its pid, or -1; the caller waits for it.
+pid_t spawn_command(const std::vector<std::string>& argv, const std::string& out_path = "/dev/null",
+                    const std::string& err_path = "/dev/null");
+
 }  // namespace goref::testing

@@ -77,7 +77,9 @@ Result<int> run_heap(const HeapOptions& o) {
   auto copied = copy();
   double pause_ms = 0;
   if (opened.live) {
-    GOREF_CHECK(opened.live->detach());
+    auto detached = opened.live->detach();
+    if (opened.live->exited()) return exited_while_read(o.pid, "no profile was written");
+    GOREF_CHECK(std::move(detached));
     pause_ms = std::chrono::duration<double, std::milli>(opened.live->pause()).count();
   }
   if (!copied.ok()) return std::move(copied).error().context(opened.what);

@@ -66,4 +66,11 @@ Result<OpenedTarget> open_target(
   return o;
 }
 
+Error exited_while_read(int pid, const std::string& outcome) {
+  return Error(Errc::kNoSuchProcess, "process " + std::to_string(pid) +
+                                         " exited while goref was reading it (it ended or was "
+                                         "killed); " +
+                                         outcome);
+}
+
 }  // namespace goref::cli

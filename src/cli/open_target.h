@@ -30,4 +30,8 @@ struct OpenedTarget {
     int pid, const std::string& exe, const std::string& core,
     const std::function<Result<void>(const runtime::Program&)>& prepare = {});
 
+// The error of a command whose live target exited (ended, or was killed) while goref read it:
+// whatever was read is incomplete, so nothing is written (outcome says what was not).
+[[nodiscard]] Error exited_while_read(int pid, const std::string& outcome);
+
 }  // namespace goref::cli

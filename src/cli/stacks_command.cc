@@ -46,7 +46,9 @@ Result<int> run_stacks(const StacksOptions& o) {
   auto snap = runtime::snapshot_stacks(*proc);
   double pause_ms = 0;
   if (live) {
-    GOREF_CHECK(live->detach());
+    auto detached = live->detach();
+    if (live->exited()) return exited_while_read(o.pid, "no dump was written");
+    GOREF_CHECK(std::move(detached));
     pause_ms = std::chrono::duration<double, std::milli>(live->pause()).count();
   }
   if (!snap.ok())

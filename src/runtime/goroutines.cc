@@ -108,6 +108,9 @@ Result<Goroutines> read_goroutines(const Process& p) {
   out.gs.reserve(ranges.size());
   for (size_t i = 0; i < ranges.size(); ++i) {
     if (!bufs[i].ok()) {
+      // The process is gone: every other read fails the same way.
+      if (bufs[i].error().code() == Errc::kNoSuchProcess)
+        return std::move(bufs[i]).error().context("goroutine at " + ranges[i].addr.hex());
       out.warnings.push_back("goroutine at " + ranges[i].addr.hex() + ": " +
                              bufs[i].error().message());
       continue;

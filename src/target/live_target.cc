@@ -190,7 +190,7 @@ Result<size_t> LiveTarget::read_some(Addr addr, std::span<std::byte> buf) {
     // The task or its mm is gone: /proc/PID/mem has nothing more to say.
     if (vm_err == ESRCH) {
       if (done > 0) return done;
-      return read_error(pid_, addr, ESRCH);
+      return read_failed(addr, ESRCH);
     }
   }
   // /proc/PID/mem can read what process_vm_readv cannot (it does not need to pin pages, so e.g.
@@ -198,7 +198,13 @@ Result<size_t> LiveTarget::read_some(Addr addr, std::span<std::byte> buf) {
   int err = 0;
   done += read_proc_mem(addr + done, buf.subspan(done), &err);
   if (done > 0) return done;
-  return read_error(pid_, addr, err);
+  return read_failed(addr, err);
+}
+
+Error LiveTarget::read_failed(Addr addr, int err) const {
+  Error e = read_error(pid_, addr, err);
+  if (e.code() == Errc::kNoSuchProcess) exited_.store(true, std::memory_order_relaxed);
+  return e;
 }
 
 }  // namespace goref::target

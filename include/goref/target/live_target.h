@@ -8,6 +8,7 @@
 // and destruction happen on one thread. Memory reads (read_some) are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -54,6 +55,7 @@ class LiveTarget final : public Target {
   // While stopped, the stopped threads; otherwise the current /proc/PID/task. Leader first.
   std::vector<Tid> threads() const override;
   Result<Registers> registers(Tid tid) const override;
+  [[nodiscard]] bool exited() const override { return exited_.load(std::memory_order_relaxed); }
   std::string executable_path() const override { return "/proc/" + pid_.str() + "/exe"; }
   // From /proc/PID/auxv, read at attach.
   std::optional<uint64_t> auxv(uint64_t type) const override;
@@ -64,7 +66,11 @@ class LiveTarget final : public Target {
   // failing call when nothing was.
   size_t read_proc_mem(Addr addr, std::span<std::byte> buf, int* err) const;
 
+  // A read error; notes in exited_ that the address space is gone.
+  Error read_failed(Addr addr, int err) const;
+
   Pid pid_;
+  mutable std::atomic<bool> exited_{false};
   int mem_fd_ = -1;  // /proc/PID/mem, O_RDONLY
   std::unique_ptr<ThreadStopper> stopper_;
   std::vector<Mapping> mappings_;

@@ -47,6 +47,10 @@ class Target : public Memory {
   // trusting paths, which differ across mount namespaces.
   [[nodiscard]] virtual std::optional<uint64_t> auxv(uint64_t type) const;
 
+  // True once a memory read found the process gone (a live process that exited or was killed
+  // while goref read it): every read since then failed, so what was read is incomplete.
+  [[nodiscard]] virtual bool exited() const { return false; }
+
   // The mapping containing addr, if any.
   [[nodiscard]] const Mapping* find_mapping(Addr addr) const;
 };
