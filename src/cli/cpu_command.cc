@@ -21,6 +21,7 @@
 #include "goref/profile/pprof.h"
 #include "goref/target/perf_sampler.h"
 #include "goref/target/proc_maps.h"
+#include "goref/target/procfs.h"
 
 namespace goref::cli {
 namespace {
@@ -121,10 +122,12 @@ Result<int> run_cpu(const CpuOptions& o) {
   std::string proc_exe = "/proc/" + pid.str() + "/exe";
   std::error_code ec;
   auto exe = std::filesystem::read_symlink(proc_exe, ec);
-  if (ec)
-    return Error(
-        ec == std::errc::no_such_file_or_directory ? Errc::kNoSuchProcess : Errc::kPermission,
-        "process " + pid.str() + ": " + ec.message());
+  if (ec == std::errc::no_such_file_or_directory)
+    return Error(Errc::kNoSuchProcess, "process " + pid.str() + " does not exist");
+  // The link needs ptrace read access to the process, as does sampling it: say how to get it.
+  if (ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted)
+    return target::ptrace_permission_error(pid, "read the executable of", ec.value());
+  if (ec) return Error(Errc::kIo, "process " + pid.str() + ": " + proc_exe + ": " + ec.message());
   // Through /proc/PID/exe: the running file even if it was replaced or deleted on disk.
   // /proc/PID/maps drops the " (deleted)" the link carries for a replaced executable.
   std::string exe_path = exe.string();

@@ -58,7 +58,9 @@ Error open_error(int err, Pid pid) {
                        "perf_event_open (Docker's default does): allow it, or run privileged");
     case ENOSYS:
       return Error(Errc::kUnsupported,
-                   what + ": the kernel or a seccomp filter does not offer perf_event_open");
+                   what +
+                       ": the kernel or a seccomp filter does not offer perf_event_open. In a "
+                       "container, allow it in the seccomp profile, or run privileged");
     case ENOENT:
     case ENODEV:
     case EOPNOTSUPP:
