@@ -206,6 +206,28 @@ Result<HeapLayout> resolve_heap_layout(const Program& prog) {
   if (fb_size.ok() && fz_size.ok() && alllink && fin && cnt && fn && arg)
     L.finblock =
         HeapLayout::FinBlock{*fb_size, alllink->off, fin->off, *fz_size, fn->off, arg->off, *cnt};
+
+  // Go 1.25 moved cleanups from the finalizer queue to their own.
+  Fields cq(d, "runtime.cleanupQueue"), cb(d, "runtime.cleanupBlock"), cf(d, "runtime.cleanupFn");
+  auto cq_all = cq.optional("all.value");  // internal/runtime/atomic.UnsafePointer
+  auto cb_size = cb.size();
+  auto cb_alllink = cb.optional("cleanupBlockHeader.alllink");
+  auto cb_n = cb.optional("cleanupBlockHeader.n");
+  auto cleanups = cb.optional("cleanups");
+  if (cq_all && cb_size.ok() && cb_alllink && cb_n && cleanups) {
+    HeapLayout::CleanupBlock c{cq_all->off, *cb_size, cb_alllink->off, cleanups->off, 8, *cb_n,
+                               {},          {}};
+    if (auto cf_size = cf.size(); cf_size.ok()) {  // Go 1.26+
+      auto fn_f = cf.optional("fn");
+      auto arg_f = cf.optional("arg");
+      if (fn_f && arg_f) {
+        c.elem_size = *cf_size;
+        c.fn = fn_f->off;
+        c.arg = arg_f->off;
+      }
+    }
+    L.cleanupblock = c;
+  }
   return L;
 }
 

@@ -403,39 +403,74 @@ void read_specials(Ctx& c) {
   }
 }
 
-void read_finalizer_queue(Ctx& c) {
-  const auto& fb = c.L.finblock;
-  if (!fb) return;
-  auto allfin = c.p.global("runtime.allfin");
-  if (!allfin.ok()) return;
-  auto head = c.t.read_word(*allfin);
+// Walks a runtime list of off-heap blocks (finBlock, cleanupBlock) linked by alllink from the
+// word at head_addr, calling visit with each block's bytes. Stops, with a warning, at a read
+// error, a loop, or more blocks than any real program has.
+template <typename Visit>
+void walk_blocks(Ctx& c, const std::string& list, Addr head_addr, uint64_t size, uint64_t alllink,
+                 const std::string& block, Visit visit) {
+  auto head = c.t.read_word(head_addr);
   if (!head.ok()) {
-    c.warn("runtime.allfin: " + head.error().message());
+    c.warn(list + ": " + head.error().message());
     return;
   }
   std::unordered_set<uint64_t> seen;
   for (uint64_t b = *head; b != 0;) {
     if (!seen.insert(b).second || seen.size() > kMaxFinBlocks) {
-      c.warn("runtime.allfin: the finalizer blocks loop or are too many; cut");
+      c.warn(list + ": the blocks loop or are too many; cut");
       return;
     }
-    auto blk = c.t.read_bytes(Addr(b), fb->size);
+    auto blk = c.t.read_bytes(Addr(b), size);
     c.s.reads++;
     if (!blk.ok()) {
-      c.warn("finBlock " + to_hex(b) + ": " + blk.error().message());
+      c.warn(block + " " + to_hex(b) + ": " + blk.error().message());
       return;
     }
-    uint64_t cnt = fb->cnt.get(*blk);
+    visit(Bytes(*blk));
+    b = word(*blk, alllink);
+  }
+}
+
+void read_finalizer_queue(Ctx& c) {
+  const auto& fb = c.L.finblock;
+  if (!fb) return;
+  auto allfin = c.p.global("runtime.allfin");
+  if (!allfin.ok()) return;
+  walk_blocks(c, "runtime.allfin", *allfin, fb->size, fb->alllink, "finBlock", [&](Bytes blk) {
+    uint64_t cnt = fb->cnt.get(blk);
     uint64_t cap = (fb->size - fb->fin) / fb->finalizer_size;
     for (uint64_t i = 0; i < std::min(cnt, cap); ++i) {
       uint64_t f = fb->fin + i * fb->finalizer_size;
       SpecialRoot r{SpecialRoot::Kind::kQueuedFinalizer};
-      r.fn = word(*blk, f + fb->fn);
-      r.arg = word(*blk, f + fb->arg);
+      r.fn = word(blk, f + fb->fn);
+      r.arg = word(blk, f + fb->arg);
       if (r.fn != 0 || r.arg != 0) c.s.specials.push_back(r);
     }
-    b = word(*blk, fb->alllink);
-  }
+  });
+}
+
+// Go 1.25+: markroot's fixedRootCleanups scans the first n cleanups of every block on
+// gcCleanups.all, including those of a block whose cleanups are running (n drops to 0 only once
+// the whole block has run), so this does the same.
+void read_cleanup_queue(Ctx& c) {
+  const auto& cb = c.L.cleanupblock;
+  if (!cb) return;
+  auto queue = c.p.global("runtime.gcCleanups");
+  if (!queue.ok()) return;
+  walk_blocks(c, "runtime.gcCleanups", *queue + cb->all, cb->size, cb->alllink, "cleanupBlock",
+              [&](Bytes blk) {
+                uint64_t n = cb->n.get(blk);
+                uint64_t cap =
+                    cb->size > cb->cleanups ? (cb->size - cb->cleanups) / cb->elem_size : 0;
+                for (uint64_t i = 0; i < std::min(n, cap); ++i) {
+                  uint64_t e = cb->cleanups + i * cb->elem_size;
+                  SpecialRoot r{SpecialRoot::Kind::kQueuedCleanup};
+                  // cleanupFn.call is an instantiation of a generic adapter: a static funcval.
+                  r.fn = word(blk, e + cb->fn.value_or(0));
+                  if (cb->arg) r.arg = word(blk, e + *cb->arg);
+                  if (r.fn != 0 || r.arg != 0) c.s.specials.push_back(r);
+                }
+              });
 }
 
 // Large objects' types that are not in the executable (Go 1.22–1.23 types with a GC program get
@@ -535,6 +570,7 @@ Result<HeapSnapshot> snapshot_heap(const Process& p, const HeapLayout& layout, H
   read_segments(c);
   read_specials(c);
   read_finalizer_queue(c);
+  read_cleanup_queue(c);
   read_side_types(c);
   phase("segments and specials");
   return s;

@@ -12,7 +12,10 @@ namespace {
 
 // Finalizers, cleanups and weak handles, as markroot's specials pass treats them: a finalizer
 // keeps what its object points to alive (not the object), and its function; a cleanup its
-// function (and argument, Go 1.26+); a weak handle only the handle box, not the referent.
+// function (and argument, Go 1.26+); a weak handle only the handle box, not the referent. Queued
+// finalizers and cleanups keep their function and argument; queued cleanups are named after
+// the runtime's queue, runtime.gcCleanups (Go 1.25+), since memory held there means cleanups
+// that have not run yet.
 size_t mark_specials(const runtime::HeapSnapshot& heap, Marker& m, RefTree& tree) {
   using K = runtime::SpecialRoot::Kind;
   size_t n = 0;
@@ -30,6 +33,10 @@ size_t mark_specials(const runtime::HeapSnapshot& heap, Marker& m, RefTree& tree
       case K::kCleanup:
         m.mark_from(s.fn, tree.root("runtime.AddCleanup.fn"));
         m.mark_from(s.arg, tree.root("runtime.AddCleanup.arg"));
+        break;
+      case K::kQueuedCleanup:
+        m.mark_from(s.fn, tree.root("runtime.gcCleanups.fn"));
+        m.mark_from(s.arg, tree.root("runtime.gcCleanups.arg"));
         break;
       case K::kWeakHandle:
         m.mark_from(s.handle, tree.root("weak.Pointer handle"));

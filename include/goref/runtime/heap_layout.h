@@ -84,6 +84,16 @@ struct HeapLayout {
     Field cnt;
   };
   std::optional<FinBlock> finblock;
+  // Go 1.25+: the cleanup queue. runtime.gcCleanups.all lists every cleanupBlock by alllink; the
+  // first n elements of a block's cleanups are queued (or running) cleanups, each a *funcval
+  // (1.25) or a runtime.cleanupFn {call, fn, arg} (1.26+). nullopt before Go 1.25.
+  struct CleanupBlock {
+    uint64_t all = 0;  // offset in runtime.cleanupQueue of all's pointer word
+    uint64_t size = 0, alllink = 0, cleanups = 0, elem_size = 0;
+    Field n;
+    std::optional<uint64_t> fn, arg;  // offsets in cleanupFn; absent: the element is the fn
+  };
+  std::optional<CleanupBlock> cleanupblock;
 };
 
 // Resolves the layout from prog's DWARF. Errors: kNoDwarf without DWARF (with what to do),

@@ -65,9 +65,9 @@ struct Segment {
 };
 
 // A root that lives off the heap: a finalizer or cleanup registered on an object, or a
-// finalizer queued to run.
+// finalizer or cleanup queued to run.
 struct SpecialRoot {
-  enum class Kind { kFinalizer, kCleanup, kWeakHandle, kQueuedFinalizer } kind;
+  enum class Kind { kFinalizer, kCleanup, kWeakHandle, kQueuedFinalizer, kQueuedCleanup } kind;
   uint64_t object = 0;  // the object it is attached to (finalizer: its contents are roots)
   uint64_t fn = 0;      // *funcval
   uint64_t arg = 0;     // cleanup (Go 1.26) or queued finalizer argument
