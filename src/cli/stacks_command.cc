@@ -60,18 +60,27 @@ Result<int> run_stacks(const StacksOptions& o) {
   unwind::Unwinder unwinder(prog->pclntab(), proc->load_bias(), target->arch());
   runtime::TracebackOptions topts;
   topts.verify = o.verify;
-  auto traces = runtime::trace_goroutines(*proc, *snap, unwinder, topts);
+  runtime::GoroutineTracer tracer(*proc, *snap, unwinder, topts);
 
+  // Goroutine by goroutine: a dump of 100,000 goroutines is hundreds of megabytes of frames and
+  // text, which a debug container's memory limit may not allow at once.
+  const bool json = o.format == "json";
   StacksFormatOptions fo{o.all_frames, o.system};
-  std::string text =
-      o.format == "json" ? format_stacks_json(traces, fo) : format_stacks_text(traces, fo);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-
+  std::string out(json ? kStacksJsonOpen : "");
+  auto flush = [&] {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  };
   size_t listed = 0, incomplete = 0, mismatched = 0, skipped = 0;
-  for (const auto& t : traces) {
+  for (size_t i = 0; i < tracer.size(); ++i) {
+    auto t = tracer.trace(i);
     if (t.system && !o.system) continue;
+    if (json)
+      format_goroutine_json(t, listed == 0, out);
+    else
+      format_goroutine_text(t, fo, listed == 0, out);
     ++listed;
+    if (out.size() >= (1 << 20)) flush();
     if (!t.error.empty()) ++incomplete;
     if (t.verify_skipped) ++skipped;
     if (!t.verify_mismatch.empty()) {
@@ -80,6 +89,10 @@ Result<int> run_stacks(const StacksOptions& o) {
                  t.g->goid, t.verify_mismatch);
     }
   }
+  if (json) out += kStacksJsonClose;
+  flush();
+  std::fflush(stdout);
+
   if (o.verbose) {
     if (live)
       fmt::print(stderr,

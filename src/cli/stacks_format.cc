@@ -52,79 +52,63 @@ void frame_text(const LogicalFrame& f, std::string& out) {
 
 }  // namespace
 
-std::string format_stacks_text(const std::vector<GoroutineTrace>& traces,
-                               const StacksFormatOptions& o) {
-  std::string out;
-  bool first = true;
-  for (const auto& t : traces) {
-    if (t.system && !o.system) continue;
-    if (!first) out += "\n";
-    first = false;
-    out += header(t);
-    std::vector<const LogicalFrame*> frames;
-    for (const auto& f : t.frames)
-      if (o.all_frames || f.shown) frames.push_back(&f);
-    // traceback1: the innermost 50 and the outermost 50 frames, the middle elided.
-    constexpr size_t inner = runtime::kTracebackInnerFrames, outer = runtime::kTracebackOuterFrames;
-    for (size_t i = 0; i < frames.size(); ++i) {
-      if (frames.size() > inner + outer && i == inner) {
-        fmt::format_to(std::back_inserter(out), "...{} frames elided...\n",
-                       frames.size() - inner - outer);
-        i = frames.size() - outer;
-      }
-      frame_text(*frames[i], out);
+void format_goroutine_text(const GoroutineTrace& t, const StacksFormatOptions& o, bool first,
+                           std::string& out) {
+  if (!first) out += "\n";
+  out += header(t);
+  std::vector<const LogicalFrame*> frames;
+  for (const auto& f : t.frames)
+    if (o.all_frames || f.shown) frames.push_back(&f);
+  // traceback1: the innermost 50 and the outermost 50 frames, the middle elided.
+  constexpr size_t inner = runtime::kTracebackInnerFrames, outer = runtime::kTracebackOuterFrames;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames.size() > inner + outer && i == inner) {
+      fmt::format_to(std::back_inserter(out), "...{} frames elided...\n",
+                     frames.size() - inner - outer);
+      i = frames.size() - outer;
     }
-    if (!t.error.empty())
-      fmt::format_to(std::back_inserter(out), "\t{}: {}\n",
-                     t.frames.empty() ? "stack unavailable" : "stack incomplete", t.error);
-    if (t.created_by) {
-      const auto& c = *t.created_by;
-      out += "created by " + c.function;
-      if (c.goroutine != 0)
-        fmt::format_to(std::back_inserter(out), " in goroutine {}", c.goroutine);
-      fmt::format_to(std::back_inserter(out), "\n\t{}:{}", c.file, c.line);
-      if (c.pc > c.entry) fmt::format_to(std::back_inserter(out), " +{:#x}", c.pc - c.entry);
-      out += "\n";
-    }
+    frame_text(*frames[i], out);
   }
-  return out;
+  if (!t.error.empty())
+    fmt::format_to(std::back_inserter(out), "\t{}: {}\n",
+                   t.frames.empty() ? "stack unavailable" : "stack incomplete", t.error);
+  if (t.created_by) {
+    const auto& c = *t.created_by;
+    out += "created by " + c.function;
+    if (c.goroutine != 0) fmt::format_to(std::back_inserter(out), " in goroutine {}", c.goroutine);
+    fmt::format_to(std::back_inserter(out), "\n\t{}:{}", c.file, c.line);
+    if (c.pc > c.entry) fmt::format_to(std::back_inserter(out), " +{:#x}", c.pc - c.entry);
+    out += "\n";
+  }
 }
 
-std::string format_stacks_json(const std::vector<GoroutineTrace>& traces,
-                               const StacksFormatOptions& o) {
-  std::string out = "{\"goroutines\":[";
-  bool first = true;
-  for (const auto& t : traces) {
-    if (t.system && !o.system) continue;
-    if (!first) out += ",";
-    first = false;
-    const auto& g = *t.g;
-    fmt::format_to(
-        std::back_inserter(out),
-        "\n{{\"id\":{},\"status\":{},\"wait_minutes\":{},\"locked_to_thread\":{},\"system\":{},"
-        "\"stack_from\":\"{}\",\"frames\":[",
-        g.goid, json_string(t.status), t.wait_minutes, g.locked_to_thread, t.system,
-        source_name(t.source));
-    for (size_t i = 0; i < t.frames.size(); ++i) {
-      const auto& f = t.frames[i];
-      fmt::format_to(std::back_inserter(out),
-                     "{}{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\",\"inlined\":{},"
-                     "\"hidden\":{}}}",
-                     i ? "," : "", json_string(f.function), json_string(f.file), f.line, f.pc,
-                     f.inlined, !f.shown);
-    }
-    out += "]";
-    if (t.created_by) {
-      const auto& c = *t.created_by;
-      fmt::format_to(std::back_inserter(out),
-                     ",\"created_by\":{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\","
-                     "\"goroutine\":{}}}",
-                     json_string(c.function), json_string(c.file), c.line, c.pc, c.goroutine);
-    }
-    if (!t.error.empty()) out += ",\"error\":" + json_string(t.error);
-    out += "}";
+void format_goroutine_json(const GoroutineTrace& t, bool first, std::string& out) {
+  if (!first) out += ",";
+  const auto& g = *t.g;
+  fmt::format_to(
+      std::back_inserter(out),
+      "\n{{\"id\":{},\"status\":{},\"wait_minutes\":{},\"locked_to_thread\":{},\"system\":{},"
+      "\"stack_from\":\"{}\",\"frames\":[",
+      g.goid, json_string(t.status), t.wait_minutes, g.locked_to_thread, t.system,
+      source_name(t.source));
+  for (size_t i = 0; i < t.frames.size(); ++i) {
+    const auto& f = t.frames[i];
+    fmt::format_to(std::back_inserter(out),
+                   "{}{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\",\"inlined\":{},"
+                   "\"hidden\":{}}}",
+                   i ? "," : "", json_string(f.function), json_string(f.file), f.line, f.pc,
+                   f.inlined, !f.shown);
   }
-  return out + "\n]}\n";
+  out += "]";
+  if (t.created_by) {
+    const auto& c = *t.created_by;
+    fmt::format_to(std::back_inserter(out),
+                   ",\"created_by\":{{\"function\":{},\"file\":{},\"line\":{},\"pc\":\"{:#x}\","
+                   "\"goroutine\":{}}}",
+                   json_string(c.function), json_string(c.file), c.line, c.pc, c.goroutine);
+  }
+  if (!t.error.empty()) out += ",\"error\":" + json_string(t.error);
+  out += "}";
 }
 
 }  // namespace goref::cli

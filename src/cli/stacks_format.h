@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "goref/runtime/traceback.h"
@@ -15,9 +16,13 @@ struct StacksFormatOptions {
   bool system = false;      // include the runtime's own goroutines
 };
 
-[[nodiscard]] std::string format_stacks_text(const std::vector<runtime::GoroutineTrace>& traces,
-                                             const StacksFormatOptions& o);
-[[nodiscard]] std::string format_stacks_json(const std::vector<runtime::GoroutineTrace>& traces,
-                                             const StacksFormatOptions& o);
+// Append one goroutine to out; first: no separator before it. A dump is written goroutine by
+// goroutine, so it never has to be held whole. JSON: kStacksJsonOpen, the goroutines,
+// kStacksJsonClose.
+void format_goroutine_text(const runtime::GoroutineTrace& t, const StacksFormatOptions& o,
+                           bool first, std::string& out);
+void format_goroutine_json(const runtime::GoroutineTrace& t, bool first, std::string& out);
+inline constexpr std::string_view kStacksJsonOpen = "{\"goroutines\":[";
+inline constexpr std::string_view kStacksJsonClose = "\n]}\n";
 
 }  // namespace goref::cli

@@ -130,6 +130,10 @@ std::string print_args(const ArgInfo& ai, int32_t live_idx, const unwind::StackI
   return out;
 }
 
+}  // namespace
+
+namespace detail {
+
 // Symbolizes physical frames into logical ones. Goroutines share most of their pcs (a
 // hundred thousand parked in the same function), so the inline expansion of each pc and the
 // argument info of each function are computed once.
@@ -202,6 +206,12 @@ class Symbolizer {
   std::unordered_map<uint64_t, Expansion> by_pc_;
   std::unordered_map<size_t, ArgInfo> args_by_func_;
 };
+
+}  // namespace detail
+
+namespace {
+
+using detail::Symbolizer;
 
 // isSystemGoroutine(gp, false): goroutines the runtime leaves out of its dumps.
 bool is_system_goroutine(const Process& p, const StackSnapshot& snap, const Goroutine& g) {
@@ -334,25 +344,39 @@ bool show_frame(std::string_view name, FuncId id, bool first_frame, FuncId calle
          (!name.starts_with("runtime.") || is_exported_runtime(name));
 }
 
+GoroutineTracer::GoroutineTracer(const Process& p, const StackSnapshot& snap,
+                                 const unwind::Unwinder& u, const TracebackOptions& opts)
+    : p_(p), snap_(snap), u_(u), opts_(opts), sym_(std::make_unique<detail::Symbolizer>(p)) {}
+
+GoroutineTracer::~GoroutineTracer() = default;
+
+size_t GoroutineTracer::size() const {
+  return snap_.all.gs.size();
+}
+
+GoroutineTrace GoroutineTracer::trace(size_t i) {
+  const Goroutine& g = snap_.all.gs.at(i);
+  GoroutineTrace t;
+  t.g = &g;
+  t.status = status_string(snap_.all, g);
+  // goroutineheader: minutes blocked, for waiting goroutines and those in system calls.
+  if ((g.status == k_Gwaiting || g.status == k_Gsyscall) && g.waitsince != 0 &&
+      snap_.nanotime > g.waitsince)
+    t.wait_minutes = (snap_.nanotime - g.waitsince) / 60'000'000'000;
+  t.system = is_system_goroutine(p_, snap_, g);
+  trace_one(p_, *sym_, snap_.stacks[i], u_, opts_, t);
+  mark_shown(t);
+  t.created_by = created_by(p_, g);
+  return t;
+}
+
 std::vector<GoroutineTrace> trace_goroutines(const Process& p, const StackSnapshot& snap,
                                              const unwind::Unwinder& u,
                                              const TracebackOptions& opts) {
-  std::vector<GoroutineTrace> out(snap.all.gs.size());
-  Symbolizer sym(p);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Goroutine& g = snap.all.gs[i];
-    GoroutineTrace& t = out[i];
-    t.g = &g;
-    t.status = status_string(snap.all, g);
-    // goroutineheader: minutes blocked, for waiting goroutines and those in system calls.
-    if ((g.status == k_Gwaiting || g.status == k_Gsyscall) && g.waitsince != 0 &&
-        snap.nanotime > g.waitsince)
-      t.wait_minutes = (snap.nanotime - g.waitsince) / 60'000'000'000;
-    t.system = is_system_goroutine(p, snap, g);
-    trace_one(p, sym, snap.stacks[i], u, opts, t);
-    mark_shown(t);
-    t.created_by = created_by(p, g);
-  }
+  GoroutineTracer tracer(p, snap, u, opts);
+  std::vector<GoroutineTrace> out;
+  out.reserve(tracer.size());
+  for (size_t i = 0; i < tracer.size(); ++i) out.push_back(tracer.trace(i));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,8 +69,35 @@ struct TracebackOptions {
   size_t max_frames = 100000;
 };
 
-// Traces every goroutine of the snapshot. The unwinder must be built for p's pclntab and load
-// bias; snap must outlive the result (GoroutineTrace::g points into it).
+namespace detail {
+class Symbolizer;
+}
+
+// Traces the goroutines of a snapshot one at a time, sharing symbolization between them. A
+// caller that writes each trace and drops it holds one goroutine's frames at a time instead of
+// all of them (100,000 goroutines 20 frames deep are about half a gigabyte of frames). The
+// unwinder must be built for p's pclntab and load bias; p, snap and u must outlive the tracer,
+// and snap its traces (GoroutineTrace::g points into it).
+class GoroutineTracer {
+ public:
+  GoroutineTracer(const Process& p, const StackSnapshot& snap, const unwind::Unwinder& u,
+                  const TracebackOptions& opts);
+  ~GoroutineTracer();
+  GoroutineTracer(const GoroutineTracer&) = delete;
+  GoroutineTracer& operator=(const GoroutineTracer&) = delete;
+
+  [[nodiscard]] size_t size() const;  // goroutines in the snapshot
+  [[nodiscard]] GoroutineTrace trace(size_t i);
+
+ private:
+  const Process& p_;
+  const StackSnapshot& snap_;
+  const unwind::Unwinder& u_;
+  TracebackOptions opts_;
+  std::unique_ptr<detail::Symbolizer> sym_;
+};
+
+// Traces every goroutine of the snapshot (a GoroutineTracer run over all of them).
 [[nodiscard]] std::vector<GoroutineTrace> trace_goroutines(const Process& p,
                                                            const StackSnapshot& snap,
                                                            const unwind::Unwinder& u,
