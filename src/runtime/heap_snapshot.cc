@@ -44,7 +44,8 @@ struct Ctx {
     return out;
   }
   void warn(std::string w) {
-    log::get("heap")->warn("{}", w);
+    // Once the process is gone every read fails; the caller reports that once.
+    if (!t.exited()) log::get("heap")->warn("{}", w);
     s.warnings.push_back(std::move(w));
   }
 };
