@@ -178,9 +178,19 @@ TEST(CpuNotAllowed, AnotherUsersProcessNamesTheAccessNeeded) {
   auto fx = RunningFixture::start(*exe, {"-serve"});
   ASSERT_TRUE(fx.ok()) << fx.error().message();
   const std::string dir = scratch_dir("cpu-other-user");
-  auto r = run_confined(
-      {GOREF_BINARY, "cpu", std::to_string((*fx)->pid()), "-d", "2s", "-o", dir + "/cpu.pb.gz"},
-      {0, 65534}, dir);
+  // The build tree may sit below a directory only root can enter (mktemp -d makes them 0700):
+  // run a copy from a directory everyone can.
+  char tmpl[] = "/tmp/goref-cpu-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string bin = std::string(tmpl) + "/goref";
+  std::filesystem::copy_file(GOREF_BINARY, bin);
+  namespace fs = std::filesystem;
+  fs::permissions(tmpl, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  auto r =
+      run_confined({bin, "cpu", std::to_string((*fx)->pid()), "-d", "2s", "-o", dir + "/cpu.pb.gz"},
+                   {0, 65534}, dir);
+  fs::remove_all(tmpl);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("cannot read the executable of process " + std::to_string((*fx)->pid())),
             std::string::npos)

@@ -21,6 +21,7 @@ struct HeldRunning {
   std::unique_ptr<target::LiveTarget> live;
   std::unique_ptr<runtime::Process> proc;  // reads through live; destroyed first
   pid_t tid = 0;                           // the thread running the goroutine
+  runtime::ThreadM m;                      // its M
 };
 
 // The goroutine shares two cores with everything else: attaches up to `attempts` times until
@@ -40,6 +41,7 @@ inline Result<HeldRunning> attach_while_running(pid_t pid, const runtime::Progra
                           [&](const runtime::ThreadM& x) { return x.curg == g->addr; });
     if (g->status != runtime::k_Grunning || m == all.ms.end()) continue;
     h.tid = static_cast<pid_t>(m->tid.value());
+    h.m = *m;
     return h;
   }
   return Error(Errc::kNotFound,

@@ -4,6 +4,7 @@
 //   continues, after asyncPreempt, at the interrupted instruction itself (not a return address),
 //   so that frame's line is the line of its exact pc. The running one is unwound from its
 //   thread's registers.
+// - on its thread's g0 stack (systemstack): single-stepped until the thread's sp is there.
 // - inside the VDSO: a thread is single-stepped (ptrace, while goref's LiveTarget holds the
 //   process) until its pc is in the kernel's [vdso] mapping; the goroutine's traceback must then
 //   start from m.vdsoPC/vdsoSP and reach the Go caller of time.Now.
@@ -13,6 +14,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -165,18 +168,79 @@ std::pair<uint64_t, uint64_t> vdso_range(pid_t pid) {
   return {0, 0};
 }
 
-// Single-steps the stopped thread tid until its pc is in [lo, hi); false after limit steps.
-bool step_into(target::LiveTarget& live, pid_t tid, uint64_t lo, uint64_t hi, int limit) {
+// Single-steps the stopped thread tid until its pc (or, with on_sp, its sp) is in [lo, hi);
+// false after limit steps.
+bool step_into(target::LiveTarget& live, pid_t tid, uint64_t lo, uint64_t hi, int limit,
+               bool on_sp = false) {
+  int pending = 0;
   for (int i = 0; i < limit; ++i) {
     auto regs = live.registers(Tid(tid));
     if (!regs.ok()) return false;
-    if (regs->pc >= lo && regs->pc < hi) return true;
-    if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, nullptr) != 0) return false;
-    int st = 0;
-    if (waitpid(tid, &st, __WALL) != tid || !WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP)
+    uint64_t at = on_sp ? regs->sp : regs->pc;
+    if (at >= lo && at < hi) return true;
+    // A signal that arrives meanwhile (the runtime's SIGURG preemption, say) stops the thread
+    // first; it is delivered with the next step, as it would have been.
+    if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, reinterpret_cast<void*>(intptr_t{pending})) != 0)
       return false;
+    pending = 0;
+    int st = 0;
+    if (waitpid(tid, &st, __WALL) != tid || !WIFSTOPPED(st)) return false;
+    if (WSTOPSIG(st) != SIGTRAP) pending = WSTOPSIG(st);
   }
   return false;
+}
+
+// A goroutine caught on its thread in a state drive() put it in, traced while the process is
+// held stopped. Destroying it lets the process go.
+struct Caught {
+  HeldRunning held;
+  runtime::StackSnapshot snap;
+  runtime::GoroutineTrace trace;  // points into snap
+};
+
+// Attaches while goroutine goid runs, lets drive() step its thread, then traces it. A signal
+// delivered while stepping (the runtime's preemption) can take the goroutine off its thread;
+// then it tries again, up to 20 times. Null, with *why set, if it never succeeds.
+std::unique_ptr<Caught> catch_running(pid_t pid, const runtime::Program& prog, uint64_t goid,
+                                      const std::function<bool(HeldRunning&)>& drive,
+                                      std::string* why) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto held = attach_while_running(pid, prog, goid);
+    if (!held.ok()) {
+      *why = held.error().message();
+      return nullptr;
+    }
+    if (!drive(*held)) {
+      *why = "thread " + std::to_string(held->tid) + " never reached the state";
+      continue;
+    }
+    auto c = std::make_unique<Caught>();
+    c->held = std::move(*held);
+    auto snap = runtime::snapshot_stacks(*c->held.proc);
+    if (!snap.ok()) {
+      *why = snap.error().message();
+      return nullptr;
+    }
+    c->snap = std::move(*snap);
+    auto g = std::find_if(c->snap.all.gs.begin(), c->snap.all.gs.end(),
+                          [&](const runtime::Goroutine& x) { return x.goid == goid; });
+    if (g == c->snap.all.gs.end()) {
+      *why = "goroutine " + std::to_string(goid) + " is gone";
+      return nullptr;
+    }
+    auto m = std::find_if(c->snap.all.ms.begin(), c->snap.all.ms.end(),
+                          [&](const runtime::ThreadM& x) { return x.curg == g->addr; });
+    if (g->status != runtime::k_Grunning || m == c->snap.all.ms.end() ||
+        static_cast<pid_t>(m->tid.value()) != c->held.tid) {
+      *why = "the goroutine left its thread while it was stepped";
+      continue;
+    }
+    unwind::Unwinder u(prog.pclntab(), c->held.proc->load_bias(), c->held.live->arch());
+    runtime::GoroutineTracer tracer(*c->held.proc, c->snap, u, {});
+    c->trace = tracer.trace(static_cast<size_t>(g - c->snap.all.gs.begin()));
+    return c;
+  }
+  return nullptr;
 }
 
 TEST_P(StacksRunning, GoroutineInsideTheVdso) {
@@ -191,19 +255,13 @@ TEST_P(StacksRunning, GoroutineInsideTheVdso) {
   auto prog = runtime::Program::open(*exe);
   ASSERT_TRUE(prog.ok()) << prog.error().message();
 
-  auto held = attach_while_running((*fx)->pid(), **prog, clock);
-  ASSERT_TRUE(held.ok()) << held.error().message();
+  std::string why;
   // One iteration of the loop is a few hundred instructions.
-  ASSERT_TRUE(step_into(*held->live, held->tid, vlo, vhi, 100000))
-      << "thread " << held->tid << " never entered the VDSO";
-
-  auto snap = runtime::snapshot_stacks(*held->proc);
-  ASSERT_TRUE(snap.ok()) << snap.error().message();
-  unwind::Unwinder u((*prog)->pclntab(), held->proc->load_bias(), held->live->arch());
-  auto traces = runtime::trace_goroutines(*held->proc, *snap, u, {});
-  auto t = std::find_if(traces.begin(), traces.end(),
-                        [&](const runtime::GoroutineTrace& x) { return x.g->goid == clock; });
-  ASSERT_NE(t, traces.end());
+  auto c = catch_running(
+      (*fx)->pid(), **prog, clock,
+      [&](HeldRunning& h) { return step_into(*h.live, h.tid, vlo, vhi, 100000); }, &why);
+  ASSERT_TRUE(c) << why;
+  const runtime::GoroutineTrace* t = &c->trace;
   EXPECT_EQ(t->source, runtime::StackStart::kVdso);
   EXPECT_EQ(t->error, "");
   std::string frames;
@@ -218,8 +276,56 @@ TEST_P(StacksRunning, GoroutineInsideTheVdso) {
     return f.function == "time.Now";
   })) << frames;
   EXPECT_EQ(t->frames.back().function, "runtime.goexit") << frames;
-  held->proc.reset();
-  held->live.reset();
+  c.reset();
+  EXPECT_TRUE((*fx)->running_untraced());
+}
+
+// A goroutine whose thread switched to its g0 stack (systemstack, here to take pages for a large
+// allocation; or morestack, or mcall): the trace shows the g0 frames, then continues from g.sched,
+// which the switch saved, through the goroutine's own frames.
+TEST_P(StacksRunning, GoroutineOnItsThreadsG0Stack) {
+  auto exe = build_fixture(GetParam().spec("running"));
+  ASSERT_TRUE(exe.ok()) << exe.error().message();
+  auto fx = RunningFixture::start(*exe, {"-mode", "alloc"});
+  ASSERT_TRUE(fx.ok()) << fx.error().message();
+  uint64_t alloc = (*fx)->fact_u64("g.alloc");
+  int body = line_of((*fx)->fact("line.alloc"));
+  auto prog = runtime::Program::open(*exe);
+  ASSERT_TRUE(prog.ok()) << prog.error().message();
+
+  std::string why;
+  // An iteration clears 40 KiB (thousands of instructions) and switches stacks once.
+  auto c = catch_running((*fx)->pid(), **prog, alloc,
+                         [&](HeldRunning& h) {
+                           const auto& L = h.proc->layout().g;
+                           auto lo = h.live->read_word(h.m.g0 + L.stack_lo);
+                           auto hi = h.live->read_word(h.m.g0 + L.stack_hi);
+                           return lo.ok() && hi.ok() &&
+                                  step_into(*h.live, h.tid, *lo, *hi, 2000000, true);
+                         },
+                         &why);
+  ASSERT_TRUE(c) << why;
+  const runtime::GoroutineTrace* t = &c->trace;
+  // On g0 the runtime may also be calling into the VDSO (nanotime, during a GC the allocation
+  // assists): m.vdsoSP then takes precedence, as in the runtime's traceback.
+  EXPECT_TRUE(t->source == runtime::StackStart::kG0 || t->source == runtime::StackStart::kVdso);
+  EXPECT_EQ(t->error, "");
+  std::string frames;
+  for (const auto& f : t->frames) frames += f.function + ":" + std::to_string(f.line) + " ";
+  auto alloc_frame = std::find_if(t->frames.begin(), t->frames.end(),
+                                  [](const auto& f) { return f.function == "main.alloc"; });
+  ASSERT_NE(alloc_frame, t->frames.end()) << frames;
+  EXPECT_EQ(alloc_frame->line, body) << frames;
+  // Below it, the switch: systemstack (the allocation), morestack (the stack, shrunk by a GC,
+  // grows again), or mcall (a preemption signal that arrived while stepping parks the goroutine).
+  if (t->source == runtime::StackStart::kG0) {
+    EXPECT_TRUE(std::any_of(t->frames.begin(), alloc_frame, [](const auto& f) {
+      return f.function == "runtime.systemstack" || f.function == "runtime.morestack" ||
+             f.function == "runtime.mcall";
+    })) << frames;
+  }
+  EXPECT_EQ(t->frames.back().function, "runtime.goexit") << frames;
+  c.reset();
   EXPECT_TRUE((*fx)->running_untraced());
 }
 
