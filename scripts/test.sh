@@ -19,4 +19,5 @@ echo "== build (ASan + UBSan)"
 scripts/build.sh "$root/build-asan" -DGOREF_SANITIZE=ON
 echo "== tests (ASan + UBSan)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+  LSAN_OPTIONS=suppressions="$root/scripts/lsan.supp":print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j"$jobs")
